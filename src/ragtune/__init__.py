@@ -1,0 +1,69 @@
+"""ragtune: measure and tune the retrieval half of RAG.
+
+The public API::
+
+    import ragtune as rt
+    corpus = rt.load_corpus("docs/")
+    golden = rt.load_golden("docs/golden.jsonl")
+    pipeline = rt.Pipeline.build(corpus)          # section chunks + BM25
+    result = rt.run_eval(pipeline, golden)
+    print(result.metrics["recall@5"])
+"""
+
+__version__ = "0.1.0"
+
+from .chunking import DocumentChunker, DocumentChunkerConfig, SectionChunker, SectionChunkerConfig, chunk_corpus, make_chunker
+from .corpus import Corpus, load_corpus
+from .errors import (
+    ConfigError,
+    CorpusError,
+    CorpusNotFoundError,
+    GoldenSetError,
+    MissingDependencyError,
+    RagtuneError,
+    UnknownAnchorError,
+)
+from .evaluate import EvalResult, QuestionResult, evaluate
+from .golden import GoldenItem, GoldenReport, GoldenSet, check_golden, load_golden
+from .pipeline import Pipeline, build_retriever, default_chunker, run_eval
+from .retrieve import BM25Config, BM25Retriever, Retriever
+from .types import Chunk, Document, Hit, Ranking, Section
+
+__all__ = [
+    "__version__",
+    "BM25Config",
+    "BM25Retriever",
+    "Chunk",
+    "ConfigError",
+    "Corpus",
+    "CorpusError",
+    "CorpusNotFoundError",
+    "Document",
+    "DocumentChunker",
+    "DocumentChunkerConfig",
+    "EvalResult",
+    "GoldenItem",
+    "GoldenReport",
+    "GoldenSet",
+    "GoldenSetError",
+    "Hit",
+    "MissingDependencyError",
+    "Pipeline",
+    "QuestionResult",
+    "RagtuneError",
+    "Ranking",
+    "Retriever",
+    "Section",
+    "SectionChunker",
+    "SectionChunkerConfig",
+    "UnknownAnchorError",
+    "build_retriever",
+    "check_golden",
+    "chunk_corpus",
+    "default_chunker",
+    "evaluate",
+    "load_corpus",
+    "load_golden",
+    "make_chunker",
+    "run_eval",
+]

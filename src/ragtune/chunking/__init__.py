@@ -1,0 +1,37 @@
+"""Chunking strategies: one module each, one protocol (``chunk(document) -> list[Chunk]``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ConfigError
+from .base import Chunker, chunk_corpus, make_chunk, prefix_for
+from .document import DocumentChunker, DocumentChunkerConfig
+from .section import SectionChunker, SectionChunkerConfig
+
+__all__ = [
+    "CHUNKERS",
+    "Chunker",
+    "DocumentChunker",
+    "DocumentChunkerConfig",
+    "SectionChunker",
+    "SectionChunkerConfig",
+    "chunk_corpus",
+    "make_chunk",
+    "make_chunker",
+    "prefix_for",
+]
+
+# name -> (config class, chunker class)
+CHUNKERS: dict[str, tuple[type, type]] = {
+    "section": (SectionChunkerConfig, SectionChunker),
+    "document": (DocumentChunkerConfig, DocumentChunker),
+}
+
+
+def make_chunker(name: str, **options: Any) -> Chunker:
+    """Build a chunker by name; options are validated by its config class."""
+    if name not in CHUNKERS:
+        raise ConfigError(f"unknown chunker {name!r}; choose one of: {', '.join(CHUNKERS)}")
+    config_cls, chunker_cls = CHUNKERS[name]
+    return chunker_cls(config_cls.from_dict(options))

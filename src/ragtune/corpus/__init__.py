@@ -1,0 +1,18 @@
+"""Loading corpora: markdown and text folders, BEIR folders."""
+
+from .corpus import AnchorSpan, Corpus
+from .loaders import is_beir_folder, iter_jsonl, load_beir_corpus, load_corpus, load_folder, read_text_file
+from .markdown import parse_markdown, slugify
+
+__all__ = [
+    "AnchorSpan",
+    "Corpus",
+    "is_beir_folder",
+    "iter_jsonl",
+    "load_beir_corpus",
+    "load_corpus",
+    "load_folder",
+    "parse_markdown",
+    "read_text_file",
+    "slugify",
+]

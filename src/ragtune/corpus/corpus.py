@@ -1,0 +1,115 @@
+"""The Corpus: documents plus anchor resolution."""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import CorpusError, UnknownAnchorError
+from ..types import Document, Section
+
+__all__ = ["Corpus", "AnchorSpan"]
+
+CorpusKind = Literal["markdown", "beir", "text", "memory"]
+
+
+@dataclass(frozen=True, slots=True)
+class AnchorSpan:
+    """Where an anchor points: a document, or a section span within it."""
+
+    anchor: str
+    doc_id: str
+    start: int
+    end: int
+    section: Section | None = None
+
+
+class Corpus:
+    """An ordered, immutable collection of documents with unique ids."""
+
+    def __init__(self, documents: Iterable[Document], *, kind: CorpusKind = "memory", root: str | None = None):
+        docs = tuple(documents)
+        by_id: dict[str, Document] = {}
+        for d in docs:
+            if d.id in by_id:
+                raise CorpusError(f"duplicate document id {d.id!r}; document ids must be unique")
+            by_id[d.id] = d
+        self.documents = docs
+        self.kind = kind
+        self.root = root
+        self._by_id = by_id
+        self._sections: dict[str, Section] = {s.anchor: s for d in docs for s in d.sections}
+        self._fingerprint: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.documents)
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self.documents)
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self._by_id
+
+    def __getitem__(self, doc_id: str) -> Document:
+        try:
+            return self._by_id[doc_id]
+        except KeyError:
+            raise UnknownAnchorError(f"no document {doc_id!r} in the corpus") from None
+
+    @property
+    def n_sections(self) -> int:
+        return len(self._sections)
+
+    @property
+    def fingerprint(self) -> str:
+        """sha256 over every document's id, title and text, in order."""
+        if self._fingerprint is None:
+            h = hashlib.sha256()
+            for d in self.documents:
+                for part in (d.id, d.title, d.text):
+                    b = part.encode("utf-8")
+                    h.update(len(b).to_bytes(8, "little"))
+                    h.update(b)
+            self._fingerprint = h.hexdigest()
+        return self._fingerprint
+
+    def anchors(self) -> list[str]:
+        """Every anchor: each document id, then each section anchor, in corpus order."""
+        out: list[str] = []
+        for d in self.documents:
+            out.append(d.id)
+            out.extend(s.anchor for s in d.sections)
+        return out
+
+    def has_anchor(self, anchor: str) -> bool:
+        return anchor in self._by_id or anchor in self._sections
+
+    def resolve(self, anchor: str) -> AnchorSpan:
+        """Resolve ``doc_id`` or ``doc_id#section`` to a span.
+
+        A document id may itself contain ``#`` (SQuAD paragraph ids do), so a
+        whole-string document match wins over splitting at ``#``.
+        """
+        doc = self._by_id.get(anchor)
+        if doc is not None:
+            return AnchorSpan(anchor, doc.id, 0, len(doc.text))
+        section = self._sections.get(anchor)
+        if section is not None:
+            return AnchorSpan(anchor, section.doc_id, section.start, section.end, section)
+        hint = self.suggest(anchor)
+        more = f"; did you mean: {', '.join(hint)}?" if hint else ""
+        raise UnknownAnchorError(f"unknown anchor {anchor!r}{more}")
+
+    def suggest(self, anchor: str, n: int = 3) -> list[str]:
+        """The existing anchors closest to ``anchor`` (same document first)."""
+        doc_id, sep, frag = anchor.rpartition("#")
+        if sep and doc_id in self._by_id:
+            doc = self._by_id[doc_id]
+            by_frag = {s.id: s.anchor for s in doc.sections}
+            close = difflib.get_close_matches(frag, list(by_frag), n=n, cutoff=0.4)
+            if close:
+                return [by_frag[c] for c in close]
+        return difflib.get_close_matches(anchor, self.anchors(), n=n, cutoff=0.5)

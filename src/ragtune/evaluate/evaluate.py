@@ -1,0 +1,256 @@
+"""``evaluate``: run a retriever over a golden set and score it by anchors."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..corpus.corpus import AnchorSpan, Corpus
+from ..errors import ConfigError, UnknownAnchorError
+from ..golden import GoldenItem, GoldenSet
+from ..progress import progress_iter
+from ..retrieve.base import Retriever
+from ..types import Chunk, Ranking
+from .metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
+
+__all__ = ["evaluate", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
+
+DEFAULT_KS = (5, 10, 20)
+NDCG_K = 10
+
+
+def covers(chunk: Chunk, span: AnchorSpan) -> bool:
+    """Whether ``chunk`` hits an anchor: same document and, for a section, overlapping spans."""
+    if chunk.doc_id != span.doc_id:
+        return False
+    if span.section is None:
+        return True
+    return chunk.start < span.end and max(chunk.end, chunk.start + 1) > span.start
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A ranking judged against one question's anchors."""
+
+    first_ranks: np.ndarray  # per relevant anchor, rank first covered (inf if never)
+    grades: np.ndarray
+    rank_hits: np.ndarray  # per rank, covers any relevant anchor
+
+    @property
+    def first_hit_rank(self) -> int | None:
+        idx = np.flatnonzero(self.rank_hits)
+        return int(idx[0]) + 1 if idx.size else None
+
+
+def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float]) -> Judgement:
+    first = np.full(len(spans), np.inf)
+    rank_hits = np.zeros(len(ranking.hits), dtype=bool)
+    for r, hit in enumerate(ranking.hits, start=1):
+        for i, span in enumerate(spans):
+            if covers(hit.chunk, span):
+                rank_hits[r - 1] = True
+                if first[i] == np.inf:
+                    first[i] = r
+    return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits)
+
+
+def score_judgement(j: Judgement, ks: Sequence[int]) -> dict[str, float]:
+    s: dict[str, float] = {}
+    for k in ks:
+        s[f"recall@{k}"] = recall_at_k(j.first_ranks, k)
+    for k in ks:
+        s[f"hit@{k}"] = hit_at_k(j.first_ranks, k)
+    for k in ks:
+        s[f"precision@{k}"] = precision_at_k(j.rank_hits, k)
+    s["mrr"] = reciprocal_rank(j.first_ranks)
+    s[f"ndcg@{NDCG_K}"] = ndcg_at_k(j.first_ranks, j.grades, NDCG_K)
+    return s
+
+
+@dataclass(frozen=True)
+class QuestionResult:
+    id: str
+    q: str
+    tags: tuple[str, ...]
+    relevant: Mapping[str, float]
+    answerable: bool
+    first_hit_rank: int | None
+    anchor_ranks: Mapping[str, int | None]  # relevant anchor -> rank first covered
+    covered: tuple[str, ...]  # relevant anchors covered in the top max(ks)
+    missed: tuple[str, ...]
+    scores: Mapping[str, float]
+    retrieved: tuple[Mapping[str, Any], ...]  # top max(ks): chunk_id, doc_id, anchor, score, start, end, relevant
+    latency_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "q": self.q,
+            "tags": list(self.tags),
+            "relevant": dict(self.relevant),
+            "answerable": self.answerable,
+            "first_hit_rank": self.first_hit_rank,
+            "anchor_ranks": dict(self.anchor_ranks),
+            "covered": list(self.covered),
+            "missed": list(self.missed),
+            "scores": dict(self.scores),
+            "retrieved": [dict(r) for r in self.retrieved],
+            "latency_ms": self.latency_s * 1000.0,
+        }
+
+
+def _percentiles(values: Sequence[float]) -> dict[str, float]:
+    if not values:
+        return {"p50": float("nan"), "p95": float("nan")}
+    a = np.asarray(values, dtype=np.float64) * 1000.0
+    return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95))}
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    config: Mapping[str, Any]
+    ks: tuple[int, ...]
+    metrics: Mapping[str, float]  # means over answerable questions
+    by_tag: Mapping[str, Mapping[str, float]]
+    questions: tuple[QuestionResult, ...]
+    latency_ms: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_answerable(self) -> int:
+        return sum(q.answerable for q in self.questions)
+
+    @property
+    def n_unanswerable(self) -> int:
+        return len(self.questions) - self.n_answerable
+
+    def failures(self, n: int = 5) -> list[QuestionResult]:
+        """The worst answerable questions: lowest recall at the largest k, then latest first hit."""
+        kmax = max(self.ks)
+        answerable = [q for q in self.questions if q.answerable]
+        answerable.sort(key=lambda q: (q.scores[f"recall@{kmax}"], -(q.first_hit_rank or 10**9), q.scores["mrr"], q.id))
+        return [q for q in answerable if q.scores[f"recall@{kmax}"] < 1.0 or (q.first_hit_rank or 0) > 1][:n]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "config": dict(self.config),
+            "metrics": dict(self.metrics),
+            "by_tag": {t: dict(m) for t, m in self.by_tag.items()},
+            "counts": {
+                "questions": len(self.questions),
+                "answerable": self.n_answerable,
+                "unanswerable": self.n_unanswerable,
+            },
+            "latency_ms": dict(self.latency_ms),
+            "questions": [q.to_dict() for q in self.questions],
+        }
+
+    def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
+        text = json.dumps(_finite(self.to_dict()), indent=indent, ensure_ascii=False, allow_nan=False)
+        if path is not None:
+            parent = os.path.dirname(os.fspath(path))
+            if parent:
+                os.makedirs(parent, exist_ok=True)
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(text + "\n")
+        return text
+
+
+def _finite(o: Any) -> Any:
+    """NaN and infinities become None so the JSON is standard."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, list):
+        return [_finite(v) for v in o]
+    return o
+
+
+def _mean_scores(results: Sequence[QuestionResult], keys: Sequence[str]) -> dict[str, float]:
+    return {k: float(np.mean([q.scores[k] for q in results])) for k in keys}
+
+
+def _resolve_all(golden: GoldenSet, corpus: Corpus) -> dict[str, list[AnchorSpan]]:
+    resolved: dict[str, list[AnchorSpan]] = {}
+    for item in golden:
+        try:
+            resolved[item.id] = [corpus.resolve(a) for a in item.relevant]
+        except UnknownAnchorError as e:
+            raise UnknownAnchorError(
+                f"question {item.id!r}: {e}; run `ragtune golden check` to list every problem"
+            ) from None
+    return resolved
+
+
+def evaluate(
+    retriever: Retriever,
+    golden: GoldenSet,
+    corpus: Corpus,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 100,
+    config: Mapping[str, Any] | None = None,
+    show_progress: bool = False,
+) -> EvalResult:
+    """Search every golden question and score the rankings by the anchors they cover.
+
+    ``depth`` chunks are retrieved per question (MRR and first-hit rank look
+    that deep); answerable questions give the means, unanswerable ones are
+    counted and kept in ``questions`` for abstention metrics.
+    """
+    ks = tuple(sorted(set(int(k) for k in ks)))
+    if not ks or ks[0] < 1:
+        raise ConfigError(f"k values must be positive integers, got {ks!r}")
+    depth = max(int(depth), ks[-1], NDCG_K)
+    spans_by_id = _resolve_all(golden, corpus)
+    kmax = ks[-1]
+
+    results: list[QuestionResult] = []
+    stage_times: dict[str, list[float]] = {}
+    totals: list[float] = []
+    for item in progress_iter(golden.items, "evaluating", enabled=show_progress):
+        ranking = retriever.search(item.q, k=depth)
+        results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax))
+        for stage, t in ranking.timings.items():
+            stage_times.setdefault(stage, []).append(t)
+        totals.append(sum(ranking.timings.values()))
+
+    answerable = [q for q in results if q.answerable]
+    keys = list(answerable[0].scores) if answerable else []
+    metrics = _mean_scores(answerable, keys)
+    if answerable:
+        metrics["reranker_headroom"] = metrics[f"recall@{kmax}"] - metrics[f"recall@{ks[0]}"]
+    by_tag: dict[str, dict[str, float]] = {}
+    for tag in sorted({t for q in answerable for t in q.tags}):
+        tagged = [q for q in answerable if tag in q.tags]
+        by_tag[tag] = {**_mean_scores(tagged, keys), "n": len(tagged)}
+    latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}}
+    cfg = {"ks": list(ks), "depth": depth, **(dict(config) if config else {})}
+    return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency)
+
+
+def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan], ks: tuple[int, ...],
+                     kmax: int) -> QuestionResult:
+    j = judge(ranking, spans, list(item.relevant.values()))
+    anchor_ranks = {a: (None if math.isinf(r) else int(r)) for a, r in zip(item.relevant, j.first_ranks)}
+    covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
+    missed = tuple(a for a in item.relevant if a not in covered)
+    scores = score_judgement(j, ks) if item.answerable else {}
+    retrieved = tuple(
+        {
+            "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "anchor": h.chunk.anchor, "score": h.score,
+            "start": h.chunk.start, "end": h.chunk.end, "relevant": bool(j.rank_hits[r]),
+        }
+        for r, h in enumerate(ranking.hits[:kmax])
+    )
+    return QuestionResult(
+        id=item.id, q=item.q, tags=item.tags, relevant=dict(item.relevant), answerable=item.answerable,
+        first_hit_rank=j.first_hit_rank, anchor_ranks=anchor_ranks, covered=covered, missed=missed,
+        scores=scores, retrieved=retrieved, latency_s=sum(ranking.timings.values()),
+    )

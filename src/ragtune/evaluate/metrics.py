@@ -1,0 +1,70 @@
+"""Retrieval metrics over anchors, as pure functions.
+
+A question is judged by two arrays built once from its ranking:
+
+- ``first_ranks[i]``: the 1-based rank at which relevant anchor ``i`` is first
+  covered by a retrieved chunk, ``inf`` if it never is;
+- ``rank_hits[r]``: whether the chunk at rank ``r + 1`` covers any relevant anchor.
+
+Where one chunk is one document these reduce to the usual document-level
+definitions (trec_eval / ir_measures); the parity test checks it to 1e-6.
+None of these functions mutates its inputs.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k", "dcg_discounts"]
+
+
+def recall_at_k(first_ranks: np.ndarray, k: int) -> float:
+    r"""Share of relevant anchors covered in the top ``k``: :math:`|\{a : rank_a \le k\}| / |R|`."""
+    if first_ranks.size == 0:
+        return float("nan")
+    return float(np.count_nonzero(first_ranks <= k) / first_ranks.size)
+
+
+def hit_at_k(first_ranks: np.ndarray, k: int) -> float:
+    """1.0 if any relevant anchor is covered in the top ``k``, else 0.0."""
+    if first_ranks.size == 0:
+        return float("nan")
+    return float(np.any(first_ranks <= k))
+
+
+def precision_at_k(rank_hits: np.ndarray, k: int) -> float:
+    """Share of the top ``k`` positions holding a chunk that covers a relevant anchor.
+
+    Divides by ``k`` even when fewer than ``k`` chunks were retrieved (trec_eval's P@k).
+    """
+    return float(np.count_nonzero(rank_hits[:k]) / k)
+
+
+def reciprocal_rank(first_ranks: np.ndarray) -> float:
+    """1 / rank of the first chunk covering any relevant anchor; 0 when none does."""
+    if first_ranks.size == 0:
+        return float("nan")
+    best = first_ranks.min()
+    return 0.0 if not np.isfinite(best) else float(1.0 / best)
+
+
+def dcg_discounts(n: int) -> np.ndarray:
+    """``1 / log2(rank + 1)`` for ranks 1..n."""
+    return 1.0 / np.log2(np.arange(2, n + 2, dtype=np.float64))
+
+
+def ndcg_at_k(first_ranks: np.ndarray, grades: np.ndarray, k: int) -> float:
+    r"""Normalised DCG at ``k`` over anchors.
+
+    :math:`DCG = \sum_{a : rank_a \le k} g_a / \log_2(rank_a + 1)`, with each anchor
+    counted once at the rank where it is first covered;
+    :math:`IDCG` places the ``k`` highest grades at ranks 1..k. The ratio is
+    capped at 1: one chunk covering two anchors could otherwise exceed the ideal.
+    """
+    if first_ranks.size == 0:
+        return float("nan")
+    inside = first_ranks <= k
+    dcg = float(np.sum(grades[inside] / np.log2(first_ranks[inside] + 1.0)))
+    ideal = np.sort(grades)[::-1][:k]
+    idcg = float(np.sum(ideal * dcg_discounts(ideal.size)))
+    return min(1.0, dcg / idcg) if idcg > 0 else 0.0

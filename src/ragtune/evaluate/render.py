@@ -1,0 +1,63 @@
+"""Plain-text rendering of evaluation results for the terminal."""
+
+from __future__ import annotations
+
+import math
+
+from .evaluate import EvalResult
+
+__all__ = ["render_eval", "bar"]
+
+
+def bar(value: float, width: int = 20) -> str:
+    if math.isnan(value):
+        return "." * width
+    filled = int(round(max(0.0, min(1.0, value)) * width))
+    return "#" * filled + "." * (width - filled)
+
+
+def _fmt(v: float) -> str:
+    return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+
+def render_eval(result: EvalResult, *, failures: int = 5) -> str:
+    ks = result.ks
+    m = result.metrics
+    lines: list[str] = []
+    if not result.n_answerable:
+        lines.append("no answerable questions: retrieval metrics need at least one question with relevant anchors")
+    else:
+        for k in ks:
+            name = f"recall@{k}"
+            lines.append(f"{name:<11}{m[name]:.2f}  {bar(m[name])}")
+        lines.append(f"reranker headroom = recall@{ks[-1]} - recall@{ks[0]} = {m['reranker_headroom']:.2f}")
+        lines.append("")
+        lines.append("  ".join(f"hit@{k} {_fmt(m[f'hit@{k}'])}" for k in ks))
+        lines.append("  ".join(f"precision@{k} {_fmt(m[f'precision@{k}'])}" for k in ks))
+        lines.append(f"mrr {_fmt(m['mrr'])}  ndcg@10 {_fmt(m['ndcg@10'])}")
+    lines.append(
+        f"questions {len(result.questions)}: {result.n_answerable} answerable, "
+        f"{result.n_unanswerable} unanswerable (excluded from retrieval means)"
+    )
+    lat = result.latency_ms
+    if lat:
+        stages = ", ".join(f"{s} p50 {v['p50']:.1f} p95 {v['p95']:.1f}" for s, v in lat.get("stages", {}).items())
+        lines.append(f"search latency ms: p50 {lat['p50']:.1f}  p95 {lat['p95']:.1f}" + (f"  ({stages})" if stages else ""))
+    if result.by_tag:
+        lines.append("")
+        cols = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]
+        width = max(len(t) for t in result.by_tag) + 2
+        lines.append(f"{'tag':<{width}}{'n':>4}  " + "  ".join(f"{c:>9}" for c in cols))
+        for tag, row in result.by_tag.items():
+            lines.append(f"{tag:<{width}}{int(row['n']):>4}  " + "  ".join(f"{_fmt(row[c]):>9}" for c in cols))
+    worst = result.failures(failures) if failures else []
+    if worst:
+        lines.append("")
+        lines.append(f"worst failures (of {result.n_answerable} answerable):")
+        for q in worst:
+            rank = q.first_hit_rank if q.first_hit_rank is not None else "none"
+            lines.append(f"- [{q.id}] {q.q}")
+            lines.append(f"    expected: {', '.join(q.relevant)}   first hit rank: {rank}")
+            top = ", ".join(r["anchor"] for r in q.retrieved[:3]) or "(nothing retrieved)"
+            lines.append(f"    top 3:    {top}")
+    return "\n".join(lines)

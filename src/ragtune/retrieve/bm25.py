@@ -1,0 +1,98 @@
+"""Lexical retrieval with BM25 (bm25s), English stemming and stopwords."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..config import Config, check_choice, check_range
+from ..errors import ConfigError, MissingDependencyError
+from ..types import Chunk, Hit, Ranking
+from .base import top_k
+
+__all__ = ["BM25Config", "BM25Retriever"]
+
+METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
+STEMMERS = ("english", "porter", None)
+
+
+@dataclass(frozen=True)
+class BM25Config(Config):
+    """BM25 parameters. ``stemmer`` is a Snowball algorithm name or None;
+    ``stopwords`` is ``"en"`` or None."""
+
+    k1: float = 1.5
+    b: float = 0.75
+    method: str = "lucene"
+    stemmer: str | None = "english"
+    stopwords: str | None = "en"
+
+    def __post_init__(self) -> None:
+        check_range("BM25Config", "k1", self.k1, lo=0)
+        check_range("BM25Config", "b", self.b, lo=0, hi=1)
+        check_choice("BM25Config", "method", self.method, METHODS)
+        check_choice("BM25Config", "stemmer", self.stemmer, STEMMERS)
+        check_choice("BM25Config", "stopwords", self.stopwords, ("en", None))
+
+
+def _stemmer(name: str | None):
+    if name is None:
+        return None
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError:  # pragma: no cover - a core dependency
+        raise MissingDependencyError("BM25 stemming needs PyStemmer: pip install PyStemmer") from None
+    return Stemmer.Stemmer(name).stemWord
+
+
+class BM25Retriever:
+    """BM25 over each chunk's ``embed_text``.
+
+    Scores come from bm25s; ranking is an exact top-k over all chunks with
+    ties broken by chunk order. A query with no known term returns no hits.
+    """
+
+    name = "bm25"
+
+    def __init__(self, chunks: Sequence[Chunk], model, tokenizer, config: BM25Config):
+        self.chunks = tuple(chunks)
+        self.config = config
+        self._model = model
+        self._tokenizer = tokenizer
+        vocab = tokenizer.get_vocab_dict()
+        self._empty_id = vocab.get("")
+
+    @classmethod
+    def build(cls, chunks: Sequence[Chunk], config: BM25Config | None = None) -> "BM25Retriever":
+        import bm25s
+        from bm25s.tokenization import Tokenizer
+
+        config = config or BM25Config()
+        if not chunks:
+            raise ConfigError("cannot build a BM25 index over zero chunks; is the corpus empty?")
+        tokenizer = Tokenizer(stopwords=config.stopwords or [], stemmer=_stemmer(config.stemmer))
+        ids = tokenizer.tokenize([c.embed_text for c in chunks], return_as="ids", show_progress=False)
+        model = bm25s.BM25(k1=config.k1, b=config.b, method=config.method)
+        model.index(ids, show_progress=False)
+        return cls(chunks, model, tokenizer, config)
+
+    def _query_ids(self, query: str) -> list[int]:
+        ids = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
+        return [i for i in ids if i != self._empty_id]
+
+    def scores(self, query: str) -> np.ndarray:
+        """BM25 score of every chunk for ``query`` (zeros when no term is known)."""
+        ids = self._query_ids(query)
+        if not ids:
+            return np.zeros(len(self.chunks), dtype=np.float32)
+        return np.asarray(self._model.get_scores(ids), dtype=np.float32)
+
+    def search(self, query: str, k: int = 10) -> Ranking:
+        t0 = time.perf_counter()
+        scores = self.scores(query)
+        idx = top_k(scores, k, min_score=0.0)
+        hits = tuple(Hit(self.chunks[i], float(scores[i])) for i in idx)
+        return Ranking(query, hits, {"bm25": time.perf_counter() - t0})

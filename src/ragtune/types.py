@@ -1,0 +1,149 @@
+"""Core data types: documents, sections, chunks and rankings.
+
+All are frozen dataclasses. Character spans are ``[start, end)`` offsets into
+``Document.text``; a chunk's ``text`` is always ``document.text[start:end]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+__all__ = ["Section", "Document", "Chunk", "Hit", "Ranking"]
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    """A heading and the text under it.
+
+    ``start``/``end`` span the section *including* its subsections (up to the
+    next heading of the same or a higher level); ``own_end`` stops at the next
+    heading of any level.
+    """
+
+    doc_id: str
+    id: str
+    title: str
+    level: int
+    heading_path: tuple[str, ...]
+    parent: str | None  # anchor of the enclosing section, None at top level
+    start: int
+    end: int
+    own_end: int
+
+    @property
+    def anchor(self) -> str:
+        return f"{self.doc_id}#{self.id}"
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """One source document.
+
+    ``text`` is the indexed body: for markdown, the file without its YAML
+    front matter (``text_offset`` characters were removed from the front).
+    """
+
+    id: str
+    title: str
+    text: str
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+    sections: tuple[Section, ...] = ()
+    source: str | None = None
+    text_offset: int = 0
+
+    def section_at(self, pos: int) -> Section | None:
+        """The most specific section containing character ``pos``."""
+        best = None
+        for s in self.sections:
+            if s.start <= pos < s.end and (best is None or s.level > best.level):
+                best = s
+        return best
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """A span of a document that is indexed and retrieved as one unit."""
+
+    id: str
+    doc_id: str
+    text: str
+    start: int
+    end: int
+    embed_text: str
+    heading_path: tuple[str, ...] = ()
+    anchors: tuple[str, ...] = ()  # section anchors the span overlaps, most specific first
+    parent_id: str | None = None
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def anchor(self) -> str:
+        """The anchor to show for this chunk: its first section, else its document."""
+        return self.anchors[0] if self.anchors else self.doc_id
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "doc_id": self.doc_id,
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "embed_text": self.embed_text,
+            "heading_path": list(self.heading_path),
+            "anchors": list(self.anchors),
+            "parent_id": self.parent_id,
+            "metadata": dict(self.metadata),
+        }
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "Chunk":
+        return cls(
+            id=d["id"],
+            doc_id=d["doc_id"],
+            text=d["text"],
+            start=int(d["start"]),
+            end=int(d["end"]),
+            embed_text=d.get("embed_text", d["text"]),
+            heading_path=tuple(d.get("heading_path", ())),
+            anchors=tuple(d.get("anchors", ())),
+            parent_id=d.get("parent_id"),
+            metadata=dict(d.get("metadata", {})),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    chunk: Chunk
+    score: float
+
+
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """What a retriever returns for one query, best first.
+
+    ``timings`` holds seconds spent per stage (``"bm25"``, ...).
+    """
+
+    query: str
+    hits: tuple[Hit, ...]
+    timings: Mapping[str, float] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query": self.query,
+            "hits": [
+                {
+                    "chunk_id": h.chunk.id,
+                    "doc_id": h.chunk.doc_id,
+                    "anchor": h.chunk.anchor,
+                    "score": h.score,
+                    "start": h.chunk.start,
+                    "end": h.chunk.end,
+                }
+                for h in self.hits
+            ],
+            "timings_ms": {k: v * 1000.0 for k, v in self.timings.items()},
+        }
