@@ -1,0 +1,55 @@
+import pytest
+
+from ragtune import BM25Config, BM25Retriever, ConfigError, chunk_corpus, load_corpus, make_chunker
+from ragtune.retrieve import top_k
+from tests.conftest import write_files
+
+import numpy as np
+
+
+def build(tmp_path, files, **cfg):
+    corpus = load_corpus(write_files(tmp_path, files))
+    chunks = chunk_corpus(corpus, make_chunker("document"))
+    return BM25Retriever.build(chunks, BM25Config(**cfg))
+
+
+def test_ranks_matching_documents_with_stemming(tmp_path):
+    r = build(tmp_path, {"a.txt": "the cat was running across the garden", "b.txt": "a dog barked loudly",
+                         "c.txt": "stock markets fell"})
+    ranking = r.search("runs cats", k=5)
+    assert [h.chunk.doc_id for h in ranking.hits] == ["a.txt"]
+    assert ranking.hits[0].score > 0
+    assert "bm25" in ranking.timings
+
+
+def test_stopword_only_or_unknown_query_returns_nothing(tmp_path):
+    r = build(tmp_path, {"a.txt": "alpha beta", "b.txt": "a"})  # b has no indexable token
+    assert r.search("the of and", k=5).hits == ()
+    assert r.search("zebra", k=5).hits == ()
+
+
+def test_without_stemming_the_word_form_matters(tmp_path):
+    r = build(tmp_path, {"a.txt": "running fast", "b.txt": "nothing here"}, stemmer=None)
+    assert r.search("run", k=5).hits == ()
+
+
+def test_k_larger_than_corpus(tmp_path):
+    r = build(tmp_path, {"a.txt": "alpha", "b.txt": "alpha beta", "c.txt": "gamma"})
+    assert len(r.search("alpha", k=100).hits) == 2
+
+
+def test_config_validation_lists_choices():
+    with pytest.raises(ConfigError, match="method='okapi' is not valid; choose one of: 'lucene'"):
+        BM25Config(method="okapi")
+    with pytest.raises(ConfigError, match="b=1.5 must be <= 1"):
+        BM25Config(b=1.5)
+    with pytest.raises(ConfigError, match="unknown option\\(s\\) 'k2'; valid options: k1, b"):
+        BM25Config.from_dict({"k2": 1})
+    assert BM25Config().config_hash() == BM25Config(k1=1.5).config_hash() != BM25Config(k1=1.2).config_hash()
+
+
+def test_top_k_breaks_ties_by_index_and_drops_zero():
+    scores = np.array([0.5, 1.0, 0.5, 0.0, 1.0], dtype=np.float32)
+    assert top_k(scores, 3).tolist() == [1, 4, 0]
+    assert top_k(scores, 10, min_score=0.0).tolist() == [1, 4, 0, 2]
+    assert top_k(scores, 0).tolist() == []
