@@ -75,6 +75,7 @@ class Chunk:
     anchors: tuple[str, ...] = ()  # section anchors the span overlaps, most specific first
     parent_id: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    tokens: int | None = None  # size in the chunker's tokens, when it counted them
 
     @property
     def anchor(self) -> str:
@@ -92,6 +93,7 @@ class Chunk:
             "heading_path": list(self.heading_path),
             "anchors": list(self.anchors),
             "parent_id": self.parent_id,
+            "tokens": self.tokens,
             "metadata": dict(self.metadata),
         }
 
@@ -108,6 +110,7 @@ class Chunk:
             anchors=tuple(d.get("anchors", ())),
             parent_id=d.get("parent_id"),
             metadata=dict(d.get("metadata", {})),
+            tokens=d.get("tokens"),
         )
 
 

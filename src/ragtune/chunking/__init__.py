@@ -5,15 +5,27 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from .base import Chunker, chunk_corpus, make_chunk, prefix_for
+from .base import Chunker, SizedConfig, chunk_corpus, make_chunk, prefix_for
 from .document import DocumentChunker, DocumentChunkerConfig
+from .fixed import FixedChunker, FixedChunkerConfig
+from .markdown import MarkdownChunker, MarkdownChunkerConfig
+from .recursive import RecursiveChunker, RecursiveChunkerConfig
 from .section import SectionChunker, SectionChunkerConfig
+from .tokens import get_tokenizer
 
 __all__ = [
     "CHUNKERS",
     "Chunker",
     "DocumentChunker",
     "DocumentChunkerConfig",
+    "FixedChunker",
+    "FixedChunkerConfig",
+    "MarkdownChunker",
+    "MarkdownChunkerConfig",
+    "RecursiveChunker",
+    "RecursiveChunkerConfig",
+    "SizedConfig",
+    "get_tokenizer",
     "SectionChunker",
     "SectionChunkerConfig",
     "chunk_corpus",
@@ -24,6 +36,9 @@ __all__ = [
 
 # name -> (config class, chunker class)
 CHUNKERS: dict[str, tuple[type, type]] = {
+    "fixed": (FixedChunkerConfig, FixedChunker),
+    "recursive": (RecursiveChunkerConfig, RecursiveChunker),
+    "markdown": (MarkdownChunkerConfig, MarkdownChunker),
     "section": (SectionChunkerConfig, SectionChunker),
     "document": (DocumentChunkerConfig, DocumentChunker),
 }

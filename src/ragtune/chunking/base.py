@@ -1,16 +1,20 @@
-"""The chunker protocol and the helper every strategy uses to make chunks."""
+"""The chunker protocol and the helpers every strategy uses to make chunks."""
 
 from __future__ import annotations
 
 import bisect
 import hashlib
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from ..config import Config, check_range
 from ..corpus.corpus import Corpus
+from ..errors import ConfigError
 from ..types import Chunk, Document
+from .tokens import TokenSpans
 
-__all__ = ["Chunker", "make_chunk", "chunk_corpus", "prefix_for"]
+__all__ = ["Chunker", "SizedConfig", "make_chunk", "chunk_corpus", "prefix_for", "trim_span", "windows", "apply_overlap"]
 
 
 @runtime_checkable
@@ -18,6 +22,27 @@ class Chunker(Protocol):
     name: str
 
     def chunk(self, document: Document) -> list[Chunk]: ...
+
+
+@dataclass(frozen=True)
+class SizedConfig(Config):
+    """Options shared by the size-bounded strategies; sizes are in tokens."""
+
+    size: int = 256
+    overlap: int = 32
+    prefix: bool = False
+    tokenizer: str = "regex"
+
+    def __post_init__(self) -> None:
+        owner = type(self).__name__
+        check_range(owner, "size", self.size, lo=1, integer=True)
+        check_range(owner, "overlap", self.overlap, lo=0, integer=True)
+        if self.overlap >= self.size:
+            raise ConfigError(f"{owner}: overlap={self.overlap} must be smaller than size={self.size}")
+        if not isinstance(self.prefix, bool):
+            raise ConfigError(f"{owner}: prefix must be true or false, got {self.prefix!r}")
+        if not isinstance(self.tokenizer, str):
+            raise ConfigError(f"{owner}: tokenizer must be a name or path, got {self.tokenizer!r}")
 
 
 def chunk_id(doc_id: str, start: int, end: int, text: str) -> str:
@@ -33,32 +58,34 @@ def prefix_for(document: Document, heading_path: tuple[str, ...]) -> str:
     return " > ".join(p for p in (document.title, *parts) if p)
 
 
-def make_chunk(document: Document, start: int, end: int, *, prefix: bool = False,
-               parent_id: str | None = None) -> Chunk:
-    """A chunk for ``document.text[start:end]`` with its heading path and anchors."""
+def make_chunk(document: Document, start: int, end: int, *, prefix: bool = False, parent_id: str | None = None,
+               tokens: int | None = None, lead: str = "", tail: str = "") -> Chunk:
+    """A chunk for ``document.text[start:end]`` with its heading path and anchors.
+
+    ``lead``/``tail`` are context added to the indexed text only (a repeated
+    table header, a reopened code fence); ``text`` and the span stay the source's.
+    """
     text = document.text[start:end]
     sections = document.sections
     anchors: tuple[str, ...] = ()
     heading_path: tuple[str, ...] = ()
     if sections:
         starts = [s.start for s in sections]
-        # own spans partition the text after the first heading: find those overlapping [start, end)
-        i = bisect.bisect_right(starts, start) - 1
-        first = max(i, 0)
-        j = bisect.bisect_left(starts, max(end, start + 1))
-        overlapping = [s for s in sections[first:j] if s.start < max(end, start + 1) and s.own_end > start]
-        anchors = tuple(s.anchor for s in overlapping)
+        stop = max(end, start + 1)
+        i = bisect.bisect_right(starts, start) - 1  # section whose own span holds `start`
+        j = bisect.bisect_left(starts, stop)
+        anchors = tuple(s.anchor for s in sections[max(i, 0):j] if s.own_end > start)
         if i >= 0:
             heading_path = sections[i].heading_path
-    embed_text = text
+    embed_text = f"{lead}{text}{tail}"
     if prefix:
         p = prefix_for(document, heading_path)
         if p:
-            embed_text = f"{p}\n\n{text}"
+            embed_text = f"{p}\n\n{embed_text}"
     return Chunk(
         id=chunk_id(document.id, start, end, text), doc_id=document.id, text=text, start=start, end=end,
         embed_text=embed_text, heading_path=heading_path, anchors=anchors, parent_id=parent_id,
-        metadata=document.metadata,
+        metadata=document.metadata, tokens=tokens,
     )
 
 
@@ -69,6 +96,51 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def windows(ts: TokenSpans, start: int, end: int, size: int, overlap: int = 0) -> list[tuple[int, int]]:
+    """Cut ``[start, end)`` into windows of at most ``size`` tokens, consecutive
+    windows sharing ``overlap`` tokens. Windows start at token starts and run
+    to the next window's first token, so no character is lost."""
+    a = ts.index_at(start)
+    n = ts.index_at(end)
+    if a >= n:
+        return [(start, end)]
+    step = size - overlap
+    out = []
+    while True:
+        b = min(a + size, n)
+        s = start if not out else int(ts.starts[a])
+        e = end if b >= n else int(ts.starts[b])
+        out.append((s, e))
+        if b >= n:
+            return out
+        a += step
+
+
+def apply_overlap(ts: TokenSpans, pieces: list[tuple[int, int]], overlap: int) -> list[tuple[int, int]]:
+    """Extend each piece after the first back by ``overlap`` tokens (never past the previous piece's start)."""
+    if overlap <= 0 or len(pieces) < 2:
+        return pieces
+    out = [pieces[0]]
+    for (ps, _), (s, e) in zip(pieces, pieces[1:]):
+        i = ts.index_at(s)
+        lo = ts.index_at(ps)
+        j = max(i - overlap, lo)
+        out.append((min(s, int(ts.starts[j])) if j < len(ts) else s, e))
+    return out
+
+
+def emit(document: Document, spans: Iterable[tuple[int, int]], ts: TokenSpans, *, prefix: bool,
+         parent_id: str | None = None) -> list[Chunk]:
+    """Trim each span, drop empty ones, and make chunks with their token counts."""
+    out = []
+    text = document.text
+    for s, e in spans:
+        s, e = trim_span(text, s, e)
+        if s < e:
+            out.append(make_chunk(document, s, e, prefix=prefix, parent_id=parent_id, tokens=ts.count(s, e)))
+    return out
 
 
 def chunk_corpus(corpus: Corpus | Iterable[Document], chunker: Chunker) -> list[Chunk]:

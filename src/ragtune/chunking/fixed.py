@@ -1,0 +1,29 @@
+"""Fixed-size windows of tokens with overlap."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..types import Chunk, Document
+from .base import SizedConfig, emit, windows
+from .tokens import TokenSpans, get_tokenizer
+
+__all__ = ["FixedChunkerConfig", "FixedChunker"]
+
+
+@dataclass(frozen=True)
+class FixedChunkerConfig(SizedConfig):
+    """Windows of ``size`` tokens; consecutive windows share ``overlap`` tokens."""
+
+
+class FixedChunker:
+    name = "fixed"
+
+    def __init__(self, config: FixedChunkerConfig | None = None):
+        self.config = config or FixedChunkerConfig()
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        cfg = self.config
+        ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
+        spans = windows(ts, 0, len(document.text), cfg.size, cfg.overlap)
+        return emit(document, spans, ts, prefix=cfg.prefix)
