@@ -47,3 +47,34 @@ def test_search_and_anchors(md_corpus, capsys):
     assert data["hits"][0]["anchor"] == "guide/billing.md#partial-refunds"
     assert main(["anchors", "--corpus", str(md_corpus), "--doc", "faq.md"]) == 0
     assert "faq.md#accounts" in capsys.readouterr().out
+
+
+def test_chunk_command_prints_histogram_and_writes_jsonl(md_corpus, tmp_path, capsys):
+    out = tmp_path / "chunks.jsonl"
+    assert main(["chunk", "--corpus", str(md_corpus), "--chunker", "fixed", "--size", "12", "--overlap", "3",
+                 "--prefix", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "chunker fixed" in text and "tokens per chunk: min" in text
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert rows and set(rows[0]) >= {"id", "doc_id", "start", "end", "text", "embed_text", "anchors", "heading_path",
+                                     "parent_id", "tokens"}
+    assert all(r["tokens"] <= 12 for r in rows)
+    billing = next(r for r in rows if r["doc_id"] == "guide/billing.md")
+    assert billing["embed_text"].startswith("Billing guide")
+
+
+def test_chunk_options_are_validated(md_corpus, capsys):
+    assert main(["chunk", "--corpus", str(md_corpus), "--chunker", "fixed", "--size", "10", "--overlap", "10"]) == 2
+    assert "overlap=10 must be smaller than size=10" in capsys.readouterr().err
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", "x.jsonl", "--chunker", "section", "--size", "5"]) == 2
+    assert "unknown option(s) 'size'; valid options: prefix" in capsys.readouterr().err
+
+
+def test_eval_takes_chunking_flags(md_corpus, tmp_path, capsys):
+    g = golden_file(tmp_path, [{"id": "q1", "q": "partial refund", "relevant": ["guide/billing.md#refunds"]}])
+    out = tmp_path / "r.json"
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "small_to_big", "--size", "8",
+                 "--parent-size", "40", "--json", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]
+    assert cfg["chunker"]["name"] == "small_to_big" and cfg["chunker"]["size"] == 8
+    assert cfg["retriever"]["name"] == "bm25>parents"

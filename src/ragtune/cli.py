@@ -8,15 +8,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from . import __version__
+from .chunking.tokens import get_tokenizer
+from .progress import progress_iter
+from .types import Chunk
 from .corpus import load_corpus
 from .errors import ConfigError, RagtuneError
 from .evaluate.render import render_eval
 from .golden import check_golden, load_golden
-from .pipeline import RETRIEVERS, Pipeline, run_eval
+from .pipeline import RETRIEVERS, Pipeline, default_chunker, run_eval
 from .chunking import CHUNKERS
 
 
@@ -32,20 +38,43 @@ def _int_list(text: str) -> list[int]:
 
 def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", required=True, help="markdown/text folder, BEIR folder or corpus.jsonl")
+    _add_chunker_args(p)
+    p.add_argument("--retriever", default="bm25", choices=RETRIEVERS)
+    p.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.5)")
+    p.add_argument("--b", type=float, default=None, help="BM25 b (default 0.75)")
+
+
+def _add_chunker_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunker", default="auto", choices=["auto", *CHUNKERS],
                    help="auto = section for markdown, document for BEIR and text (default: auto)")
     p.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
                    help="index 'Title > Heading path' before each chunk (default: on for BEIR, off otherwise)")
-    p.add_argument("--retriever", default="bm25", choices=RETRIEVERS)
-    p.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.5)")
-    p.add_argument("--b", type=float, default=None, help="BM25 b (default 0.75)")
+    g = p.add_argument_group("chunking options (each strategy accepts its own; others are rejected)")
+    g.add_argument("--size", type=int, help="chunk size in tokens (small_to_big: the children's)")
+    g.add_argument("--overlap", type=int, help="tokens shared by consecutive chunks")
+    g.add_argument("--tokenizer", help="token counting: regex (default), minilm, a tokenizer.json path or a HF model id")
+    g.add_argument("--parent-size", type=int, dest="parent_size", help="small_to_big: parent size in tokens")
+    g.add_argument("--parent-chunker", dest="parent", choices=["markdown", "recursive"], help="small_to_big: parents")
+    g.add_argument("--merge-siblings", dest="merge_siblings", action=argparse.BooleanOptionalAction, default=None,
+                   help="markdown: merge small sibling sections up to the size (default on)")
+    g.add_argument("--threshold", type=float, help="semantic: cut where neighbour similarity is below this")
+    g.add_argument("--percentile", type=float, help="semantic: cut at distances above this percentile (default 90)")
+    g.add_argument("--embedder", help="semantic: sentence embedder (default minilm)")
+
+
+CHUNK_OPTIONS = ("size", "overlap", "tokenizer", "parent_size", "parent", "merge_siblings", "threshold", "percentile",
+                 "embedder")
+
+
+def _chunker_options(args: argparse.Namespace) -> dict[str, Any]:
+    return {k: getattr(args, k) for k in CHUNK_OPTIONS if getattr(args, k, None) is not None}
 
 
 def _pipeline(args: argparse.Namespace) -> Pipeline:
     corpus = load_corpus(args.corpus)
     options = {k: v for k, v in (("k1", args.k1), ("b", args.b)) if v is not None}
     return Pipeline.build(corpus, chunker=args.chunker, prefix=args.prefix, retriever=args.retriever,
-                          retriever_options=options)
+                          retriever_options=options, chunker_options=_chunker_options(args))
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -122,6 +151,63 @@ def cmd_search(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_chunk(args: argparse.Namespace) -> int:
+    corpus = load_corpus(args.corpus)
+    chunker = default_chunker(corpus, args.chunker, prefix=args.prefix, **_chunker_options(args))
+    parents: list[Chunk] = []
+    chunks: list[Chunk] = []
+    t0 = time.perf_counter()
+    for doc in progress_iter(corpus.documents, "chunking", enabled=True):
+        if hasattr(chunker, "chunk_with_parents"):
+            ps, cs = chunker.chunk_with_parents(doc)
+            parents.extend(ps)
+            chunks.extend(cs)
+        else:
+            chunks.extend(chunker.chunk(doc))
+    elapsed = time.perf_counter() - t0
+    counter = get_tokenizer(getattr(getattr(chunker, "config", None), "tokenizer", "regex"))
+    sizes = np.asarray([c.tokens if c.tokens is not None else len(counter.spans(c.text)) for c in chunks], dtype=np.int64)
+    cfg = getattr(chunker, "config", None)
+    print(f"chunker {chunker.name} {json.dumps(cfg.to_dict()) if cfg else ''}")
+    print(f"{len(corpus)} documents -> {len(chunks)} chunks" + (f" in {len(parents)} parents" if parents else "")
+          + f" ({elapsed:.2f} s)")
+    if sizes.size:
+        print(f"tokens per chunk: min {sizes.min()}  median {int(np.median(sizes))}  p95 {int(np.percentile(sizes, 95))}"
+              f"  max {sizes.max()}  total {sizes.sum()}")
+        print(render_histogram(sizes))
+    for c in chunks[: args.samples]:
+        print(f"\n--- {c.anchor} [{c.start}:{c.end}] {c.tokens} tokens" + (f" parent {c.parent_id}" if c.parent_id else ""))
+        body = c.embed_text if len(c.embed_text) <= 400 else c.embed_text[:400] + " ..."
+        print(body)
+    if args.json:
+        rows = [{**_chunk_record(c), "role": "child" if parents else "chunk"} for c in chunks]
+        rows += [{**_chunk_record(p), "role": "parent"} for p in parents]
+        try:
+            with open(args.json, "w", encoding="utf-8") as f:
+                for r in rows:
+                    f.write(json.dumps(r, ensure_ascii=False) + "\n")
+        except OSError as e:
+            raise ConfigError(f"cannot write {args.json}: {e.strerror or e}") from None
+        print(f"\nwrote {len(rows)} records to {args.json}")
+    return 0
+
+
+def _chunk_record(c: Chunk) -> dict[str, Any]:
+    return {"id": c.id, "doc_id": c.doc_id, "start": c.start, "end": c.end, "text": c.text, "embed_text": c.embed_text,
+            "anchors": list(c.anchors), "heading_path": list(c.heading_path), "parent_id": c.parent_id,
+            "tokens": c.tokens}
+
+
+def render_histogram(sizes: np.ndarray, bins: int = 8, width: int = 40) -> str:
+    edges = np.unique(np.linspace(0, sizes.max() + 1, bins + 1).astype(int))
+    counts, _ = np.histogram(sizes, bins=edges)
+    top = max(1, counts.max())
+    lines = []
+    for lo, hi, n in zip(edges, edges[1:], counts):
+        lines.append(f"  {lo:>6}-{hi - 1:<6} {n:>6}  {'#' * int(round(n / top * width))}")
+    return "\n".join(lines)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
@@ -151,6 +237,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", default=None, help="only this document")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_anchors)
+
+    p = sub.add_parser("chunk", help="chunk a corpus and show what came out")
+    p.add_argument("--corpus", required=True)
+    _add_chunker_args(p)
+    p.add_argument("--samples", type=int, default=3, help="sample chunks to print (default 3)")
+    p.add_argument("--json", metavar="FILE", help="write one JSON record per chunk (JSON Lines)")
+    p.set_defaults(func=cmd_chunk)
 
     p = sub.add_parser("search", help="search a corpus")
     _add_pipeline_args(p)

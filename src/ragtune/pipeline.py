@@ -11,8 +11,9 @@ from .corpus.corpus import Corpus
 from .errors import ConfigError
 from .evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
 from .golden import GoldenSet
-from .retrieve.bm25 import BM25Config, BM25Retriever
 from .retrieve.base import Retriever
+from .retrieve.bm25 import BM25Config, BM25Retriever
+from .retrieve.parents import ParentRetriever
 from .types import Chunk
 
 __all__ = ["RETRIEVERS", "default_chunker", "build_retriever", "Pipeline", "run_eval"]
@@ -45,17 +46,29 @@ class Pipeline:
     corpus: Corpus
     chunker: Chunker
     retriever: Retriever
-    chunks: list[Chunk] = field(default_factory=list)
+    chunks: list[Chunk] = field(default_factory=list)  # what is indexed
+    parents: list[Chunk] = field(default_factory=list)  # what is returned, for small-to-big
 
     @classmethod
     def build(cls, corpus: Corpus, *, chunker: str = "auto", prefix: bool | None = None,
               retriever: str = "bm25", retriever_options: Mapping[str, Any] | None = None,
               chunker_options: Mapping[str, Any] | None = None) -> "Pipeline":
         ch = default_chunker(corpus, chunker, prefix=prefix, **dict(chunker_options or {}))
-        chunks = chunk_corpus(corpus, ch)
+        parents: list[Chunk] = []
+        if hasattr(ch, "chunk_with_parents"):
+            chunks = []
+            for doc in corpus:
+                ps, cs = ch.chunk_with_parents(doc)
+                parents.extend(ps)
+                chunks.extend(cs)
+        else:
+            chunks = chunk_corpus(corpus, ch)
         if not chunks:
             raise ConfigError(f"the {ch.name} chunker produced no chunks: every document is empty")
-        return cls(corpus, ch, build_retriever(chunks, retriever, **dict(retriever_options or {})), chunks)
+        r = build_retriever(chunks, retriever, **dict(retriever_options or {}))
+        if parents:
+            r = ParentRetriever(r, {p.id: p for p in parents})
+        return cls(corpus, ch, r, chunks, parents)
 
     def describe(self) -> dict[str, Any]:
         cfg = getattr(self.chunker, "config", None)
@@ -66,6 +79,7 @@ class Pipeline:
             "chunker": {"name": self.chunker.name, **(cfg.to_dict() if cfg else {})},
             "retriever": {"name": self.retriever.name, **(rcfg.to_dict() if rcfg else {})},
             "chunks": len(self.chunks),
+            **({"parents": len(self.parents)} if self.parents else {}),
         }
 
 

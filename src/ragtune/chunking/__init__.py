@@ -11,6 +11,8 @@ from .fixed import FixedChunker, FixedChunkerConfig
 from .markdown import MarkdownChunker, MarkdownChunkerConfig
 from .recursive import RecursiveChunker, RecursiveChunkerConfig
 from .section import SectionChunker, SectionChunkerConfig
+from .semantic import SemanticChunker, SemanticChunkerConfig
+from .small_to_big import SmallToBigChunker, SmallToBigChunkerConfig
 from .tokens import get_tokenizer
 
 __all__ = [
@@ -24,7 +26,11 @@ __all__ = [
     "MarkdownChunkerConfig",
     "RecursiveChunker",
     "RecursiveChunkerConfig",
+    "SemanticChunker",
+    "SemanticChunkerConfig",
     "SizedConfig",
+    "SmallToBigChunker",
+    "SmallToBigChunkerConfig",
     "get_tokenizer",
     "SectionChunker",
     "SectionChunkerConfig",
@@ -39,6 +45,8 @@ CHUNKERS: dict[str, tuple[type, type]] = {
     "fixed": (FixedChunkerConfig, FixedChunker),
     "recursive": (RecursiveChunkerConfig, RecursiveChunker),
     "markdown": (MarkdownChunkerConfig, MarkdownChunker),
+    "semantic": (SemanticChunkerConfig, SemanticChunker),
+    "small_to_big": (SmallToBigChunkerConfig, SmallToBigChunker),
     "section": (SectionChunkerConfig, SectionChunker),
     "document": (DocumentChunkerConfig, DocumentChunker),
 }

@@ -8,6 +8,7 @@ from ..config import Config
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import make_chunk, trim_span
+from .tokens import RegexTokenizer
 
 __all__ = ["DocumentChunkerConfig", "DocumentChunker"]
 
@@ -33,4 +34,5 @@ class DocumentChunker:
         a, b = trim_span(document.text, 0, len(document.text))
         if a == b and not (self.config.prefix and document.title):
             return []
-        return [make_chunk(document, a, b, prefix=self.config.prefix)]
+        tokens = len(RegexTokenizer().spans(document.text[a:b]))
+        return [make_chunk(document, a, b, prefix=self.config.prefix, tokens=tokens)]

@@ -8,6 +8,7 @@ from ..config import Config
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import make_chunk, trim_span
+from .tokens import RegexTokenizer
 
 __all__ = ["SectionChunkerConfig", "SectionChunker"]
 
@@ -44,5 +45,6 @@ class SectionChunker:
         for a, b in bounds:
             a, b = trim_span(text, a, b)
             if a < b:
-                chunks.append(make_chunk(document, a, b, prefix=self.config.prefix))
+                tokens = len(RegexTokenizer().spans(text[a:b]))
+                chunks.append(make_chunk(document, a, b, prefix=self.config.prefix, tokens=tokens))
         return chunks

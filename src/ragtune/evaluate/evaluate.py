@@ -60,6 +60,11 @@ def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float]
     return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits)
 
 
+def context_tokens(ranking: Ranking, k: int) -> float:
+    """Tokens handed to the model by the top ``k`` chunks (the cost side of recall@k)."""
+    return float(sum(h.chunk.tokens or 0 for h in ranking.hits[:k]))
+
+
 def score_judgement(j: Judgement, ks: Sequence[int]) -> dict[str, float]:
     s: dict[str, float] = {}
     for k in ks:
@@ -242,6 +247,9 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
     covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
     missed = tuple(a for a in item.relevant if a not in covered)
     scores = score_judgement(j, ks) if item.answerable else {}
+    if item.answerable:
+        for k in ks:
+            scores[f"context_tokens@{k}"] = context_tokens(ranking, k)
     retrieved = tuple(
         {
             "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "anchor": h.chunk.anchor, "score": h.score,

@@ -35,6 +35,7 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         lines.append("  ".join(f"hit@{k} {_fmt(m[f'hit@{k}'])}" for k in ks))
         lines.append("  ".join(f"precision@{k} {_fmt(m[f'precision@{k}'])}" for k in ks))
         lines.append(f"mrr {_fmt(m['mrr'])}  ndcg@10 {_fmt(m['ndcg@10'])}")
+        lines.append("context tokens (mean): " + "  ".join(f"@{k} {m[f'context_tokens@{k}']:.0f}" for k in ks))
     lines.append(
         f"questions {len(result.questions)}: {result.n_answerable} answerable, "
         f"{result.n_unanswerable} unanswerable (excluded from retrieval means)"

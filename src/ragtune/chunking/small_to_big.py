@@ -1,0 +1,70 @@
+"""Small-to-big: search small children, return their parents.
+
+Parents come from the markdown or recursive chunker at ``parent_size``;
+children are recursive pieces of ``size`` tokens cut inside each parent, and
+carry ``parent_id``. ``chunk`` returns the children (what gets indexed);
+``chunk_with_parents`` returns both. Retrieval through
+:class:`ragtune.retrieve.ParentRetriever` ranks parents by their best child.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..config import check_choice, check_range
+from ..errors import ConfigError
+from ..types import Chunk, Document
+from .base import SizedConfig, apply_overlap, emit
+from .markdown import MarkdownChunker, MarkdownChunkerConfig
+from .recursive import RecursiveChunker, RecursiveChunkerConfig, split_recursive
+from .tokens import TokenSpans, get_tokenizer
+
+__all__ = ["SmallToBigChunkerConfig", "SmallToBigChunker"]
+
+
+@dataclass(frozen=True)
+class SmallToBigChunkerConfig(SizedConfig):
+    """``size``/``overlap`` are the children's; ``parent_size`` and ``parent`` shape the parents."""
+
+    size: int = 128
+    overlap: int = 0
+    parent_size: int = 1024
+    parent: str = "markdown"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range("SmallToBigChunkerConfig", "parent_size", self.parent_size, lo=1, integer=True)
+        check_choice("SmallToBigChunkerConfig", "parent", self.parent, ("markdown", "recursive"))
+        if self.parent_size <= self.size:
+            raise ConfigError(f"SmallToBigChunkerConfig: parent_size={self.parent_size} must be larger than "
+                              f"the child size={self.size}")
+
+
+class SmallToBigChunker:
+    name = "small_to_big"
+
+    def __init__(self, config: SmallToBigChunkerConfig | None = None):
+        self.config = config or SmallToBigChunkerConfig()
+        cfg = self.config
+        if cfg.parent == "markdown":
+            self._parent = MarkdownChunker(MarkdownChunkerConfig(size=cfg.parent_size, overlap=0, prefix=cfg.prefix,
+                                                                 tokenizer=cfg.tokenizer))
+        else:
+            self._parent = RecursiveChunker(RecursiveChunkerConfig(size=cfg.parent_size, overlap=0, prefix=cfg.prefix,
+                                                                   tokenizer=cfg.tokenizer))
+
+    def chunk_with_parents(self, document: Document) -> tuple[list[Chunk], list[Chunk]]:
+        cfg = self.config
+        parents = self._parent.chunk(document)
+        ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
+        children: list[Chunk] = []
+        for p in parents:
+            if ts.count(p.start, p.end) <= cfg.size:
+                pieces = [(p.start, p.end)]
+            else:
+                pieces = apply_overlap(ts, split_recursive(ts, p.start, p.end, cfg.size - cfg.overlap), cfg.overlap)
+            children.extend(emit(document, pieces, ts, prefix=cfg.prefix, parent_id=p.id))
+        return parents, children
+
+    def chunk(self, document: Document) -> list[Chunk]:
+        return self.chunk_with_parents(document)[1]

@@ -1,0 +1,121 @@
+"""An on-disk embedding cache: the same text is never embedded twice by the same model.
+
+Keyed by (embedder cache key = model id + weights hash, sha256 of the text);
+vectors are stored as float32 bytes in SQLite (no pickle), safe for several
+processes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..progress import progress_iter
+from .base import Embedder
+
+__all__ = ["EmbeddingCache", "CachedEmbedder", "default_cache_dir"]
+
+
+def default_cache_dir() -> Path:
+    return Path(os.environ.get("RAGTUNE_CACHE_DIR", ".ragtune-cache"))
+
+
+class EmbeddingCache:
+    def __init__(self, path: str | os.PathLike[str] | None = None):
+        p = Path(path) if path is not None else default_cache_dir() / "embeddings.sqlite"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        self.path = p
+        self._db = sqlite3.connect(str(p), timeout=60, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, dim INTEGER, vec BLOB, "
+                         "PRIMARY KEY (model, key))")
+        self._db.commit()
+
+    @staticmethod
+    def text_key(text: str) -> str:
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def get_many(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        for i in range(0, len(keys), 500):
+            batch = list(keys[i:i + 500])
+            q = f"SELECT key, dim, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(batch))})"
+            for key, dim, blob in self._db.execute(q, [model, *batch]):
+                found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        return found
+
+    def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        rows = [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
+        with self._db:
+            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+
+    def count(self, model: str | None = None) -> int:
+        if model is None:
+            return self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+        return self._db.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+
+    def close(self) -> None:
+        self._db.close()
+
+
+class CachedEmbedder:
+    """Wraps an embedder: looks texts up in the cache, embeds only the misses.
+
+    ``stats`` counts texts served from the cache (``hits``) and embedded (``misses``).
+    """
+
+    def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None, *, batch: int = 256,
+                 show_progress: bool = False):
+        self.inner = inner
+        self.cache = cache if cache is not None else EmbeddingCache()
+        self.batch = batch
+        self.show_progress = show_progress
+        self.stats = {"hits": 0, "misses": 0}
+
+    @property
+    def model_id(self) -> str:
+        return self.inner.model_id
+
+    @property
+    def dim(self) -> int:
+        return self.inner.dim
+
+    @property
+    def max_tokens(self) -> int:
+        return self.inner.max_tokens
+
+    @property
+    def cache_key(self) -> str:
+        return self.inner.cache_key
+
+    def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+        model = f"{self.inner.cache_key}|{kind}"
+        keys = [EmbeddingCache.text_key(t) for t in texts]
+        found = self.cache.get_many(model, list(dict.fromkeys(keys)))
+        missing = list(dict.fromkeys(k for k in keys if k not in found))
+        text_of = dict(zip(keys, texts))
+        self.stats["hits"] += len(texts) - sum(1 for k in keys if k in missing)
+        self.stats["misses"] += len(missing)
+        missing.sort(key=lambda k: len(text_of[k]))
+        fn = self.inner.embed if kind == "passage" else self.inner.embed_queries
+        starts = range(0, len(missing), self.batch)
+        for s in progress_iter(starts, f"embedding {len(missing)} texts", enabled=self.show_progress and len(missing) > self.batch):
+            ks = missing[s:s + self.batch]
+            vecs = fn([text_of[k] for k in ks])
+            new = dict(zip(ks, vecs))
+            self.cache.put_many(model, new)
+            found.update(new)
+        if not texts:
+            return np.zeros((0, self.inner.dim), dtype=np.float32)
+        return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "passage")
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "query")

