@@ -36,9 +36,12 @@ def test_golden_check_exit_codes(md_corpus, tmp_path, capsys):
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
-    assert main(["eval", "--corpus", str(tmp_path / "missing"), "--golden", "x.jsonl"]) == 2
+    g = golden_file(tmp_path, [{"id": "q1", "q": "x", "relevant": []}])
+    assert main(["eval", "--corpus", str(tmp_path / "missing"), "--golden", g]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: corpus path") and err.count("\n") == 1
+    assert main(["eval", "--corpus", str(tmp_path), "--golden", str(tmp_path / "nope.jsonl")]) == 2
+    assert capsys.readouterr().err.startswith("error: golden set")
 
 
 def test_search_and_anchors(md_corpus, capsys):

@@ -22,7 +22,10 @@ from .corpus import load_corpus
 from .errors import ConfigError, RagtuneError
 from .evaluate.render import render_eval
 from .golden import check_golden, load_golden
-from .pipeline import RETRIEVERS, Pipeline, default_chunker, run_eval
+from .embed import EMBEDDERS
+from .evaluate.evaluate import _finite
+from .pipeline import RERANKERS, RETRIEVERS, Pipeline, default_chunker, run_eval
+from .retrieve.filters import combine_filters
 from .chunking import CHUNKERS
 
 
@@ -39,9 +42,17 @@ def _int_list(text: str) -> list[int]:
 def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--corpus", required=True, help="markdown/text folder, BEIR folder or corpus.jsonl")
     _add_chunker_args(p)
-    p.add_argument("--retriever", default="bm25", choices=RETRIEVERS)
-    p.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.5)")
-    p.add_argument("--b", type=float, default=None, help="BM25 b (default 0.75)")
+    r = p.add_argument_group("retrieval")
+    r.add_argument("--retriever", default="bm25", choices=RETRIEVERS, help="bm25 (default), dense or hybrid (RRF)")
+    r.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.5)")
+    r.add_argument("--b", type=float, default=None, help="BM25 b (default 0.75)")
+    r.add_argument("--rrf-k", type=int, dest="rrf_k", help="hybrid: RRF constant (default 60)")
+    r.add_argument("--fusion-depth", type=int, dest="depth_fuse", help="hybrid: candidates taken from each retriever (default 50)")
+    r.add_argument("--weights", type=_float_list, help="hybrid: weights of bm25,dense (default 1,1)")
+    r.add_argument("--rerank", choices=RERANKERS, help="rerank the shortlist: embedding (second embedder) or cross-encoder")
+    r.add_argument("--rerank-model", dest="rerank_model", help="reranker model: embedder name (default e5-small) or cross-encoder id/folder")
+    r.add_argument("--filter", action="append", default=[], metavar="EXPR",
+                   help="metadata filter, e.g. 'dir=tutorial' or 'year>=2020 and lang in [en, de]' (repeat to AND)")
 
 
 def _add_chunker_args(p: argparse.ArgumentParser) -> None:
@@ -59,22 +70,47 @@ def _add_chunker_args(p: argparse.ArgumentParser) -> None:
                    help="markdown: merge small sibling sections up to the size (default on)")
     g.add_argument("--threshold", type=float, help="semantic: cut where neighbour similarity is below this")
     g.add_argument("--percentile", type=float, help="semantic: cut at distances above this percentile (default 90)")
-    g.add_argument("--embedder", help="semantic: sentence embedder (default minilm)")
+    g.add_argument("--embedder", help=f"embedding model for semantic chunking and dense/hybrid retrieval: "
+                                      f"{', '.join(EMBEDDERS)} (default minilm)")
 
 
-CHUNK_OPTIONS = ("size", "overlap", "tokenizer", "parent_size", "parent", "merge_siblings", "threshold", "percentile",
-                 "embedder")
+CHUNK_OPTIONS = ("size", "overlap", "tokenizer", "parent_size", "parent", "merge_siblings", "threshold", "percentile")
+
+
+def _float_list(text: str) -> list[float]:
+    try:
+        return [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 1,0.5, got {text!r}") from None
 
 
 def _chunker_options(args: argparse.Namespace) -> dict[str, Any]:
-    return {k: getattr(args, k) for k in CHUNK_OPTIONS if getattr(args, k, None) is not None}
+    opts = {k: getattr(args, k) for k in CHUNK_OPTIONS if getattr(args, k, None) is not None}
+    if args.chunker == "semantic" and getattr(args, "embedder", None):
+        opts["embedder"] = args.embedder  # the semantic chunker embeds sentences with the same model
+    return opts
 
 
-def _pipeline(args: argparse.Namespace) -> Pipeline:
+def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
+    names = (("k1", "k1"), ("b", "b"), ("rrf_k", "rrf_k"), ("depth_fuse", "depth"), ("weights", "weights"))
+    opts = {key: getattr(args, attr) for attr, key in names if getattr(args, attr, None) is not None}
+    if args.retriever != "hybrid" and set(opts) & {"rrf_k", "depth", "weights"}:
+        raise ConfigError("--rrf-k, --fusion-depth and --weights apply to --retriever hybrid only")
+    if args.retriever == "dense" and set(opts) & {"k1", "b"}:
+        raise ConfigError("--k1 and --b apply to bm25 and hybrid retrieval only")
+    return opts
+
+
+def _pipeline(args: argparse.Namespace, *, candidates: int = 50) -> Pipeline:
     corpus = load_corpus(args.corpus)
-    options = {k: v for k, v in (("k1", args.k1), ("b", args.b)) if v is not None}
     return Pipeline.build(corpus, chunker=args.chunker, prefix=args.prefix, retriever=args.retriever,
-                          retriever_options=options, chunker_options=_chunker_options(args))
+                          retriever_options=_retriever_options(args), chunker_options=_chunker_options(args),
+                          embedder=args.embedder or "minilm", rerank=args.rerank, rerank_model=args.rerank_model,
+                          candidates=candidates, show_progress=True)
+
+
+def _filters(args: argparse.Namespace):
+    return combine_filters(args.filter) if args.filter else None
 
 
 def _write_json(path: str, data: Any) -> None:
@@ -87,17 +123,44 @@ def _write_json(path: str, data: Any) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    pipeline = _pipeline(args)
     golden = load_golden(args.golden, split=args.split)
-    result = run_eval(pipeline, golden, ks=args.k, depth=args.depth, show_progress=True)
+    filters = _filters(args)
+    if args.candidates and not args.rerank:
+        raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
+    candidates = args.candidates or [50]
+    pipeline = _pipeline(args, candidates=candidates[0])
+    result = run_eval(pipeline, golden, ks=args.k, depth=args.depth, filters=filters, show_progress=True)
+    table = None
+    if args.rerank and len(candidates) > 1:
+        rows = [_candidate_row("none", run_eval(pipeline.with_reranker(None), golden, ks=args.k, depth=args.depth,
+                                                filters=filters, show_progress=True))]
+        rows.append(_candidate_row(candidates[0], result))
+        for n in candidates[1:]:
+            r = run_eval(pipeline.with_reranker(pipeline.reranker, n), golden, ks=args.k, depth=args.depth,
+                         filters=filters, show_progress=True)
+            rows.append(_candidate_row(n, r))
+        table = rows
     print(render_eval(result, failures=args.failures))
+    if table:
+        print(f"\nreranking ({args.rerank}) by number of candidates:")
+        print(f"{'candidates':>10}  {'recall@5':>8}  {'mrr':>6}  {'ndcg@10':>7}  {'p50 ms':>8}  {'p95 ms':>8}")
+        for row in table:
+            print(f"{row['candidates']:>10}  {row['recall@5']:>8.3f}  {row['mrr']:>6.3f}  {row['ndcg@10']:>7.3f}  "
+                  f"{row['p50_ms']:>8.1f}  {row['p95_ms']:>8.1f}")
     if args.json:
-        try:
-            result.to_json(args.json)
-        except OSError as e:
-            raise ConfigError(f"cannot write {args.json}: {e.strerror or e}") from None
+        data = result.to_dict()
+        if table:
+            data["candidates_table"] = table
+        _write_json(args.json, _finite(data))
         print(f"\nwrote {args.json}")
     return 0
+
+
+def _candidate_row(candidates: Any, result) -> dict[str, Any]:
+    m = result.metrics
+    return {"candidates": candidates, "recall@5": m.get("recall@5", float("nan")), "mrr": m.get("mrr", float("nan")),
+            "ndcg@10": m.get("ndcg@10", float("nan")), "p50_ms": result.latency_ms["p50"],
+            "p95_ms": result.latency_ms["p95"]}
 
 
 def cmd_golden_check(args: argparse.Namespace) -> int:
@@ -137,8 +200,8 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    pipeline = _pipeline(args)
-    ranking = pipeline.retriever.search(args.query, k=args.k)
+    pipeline = _pipeline(args, candidates=args.candidates[0] if args.candidates else 50)
+    ranking = pipeline.retriever.search(args.query, k=args.k, filters=_filters(args))
     if args.json:
         print(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -147,7 +210,8 @@ def cmd_search(args: argparse.Namespace) -> int:
     for i, h in enumerate(ranking.hits, start=1):
         snippet = " ".join(h.chunk.text.split())[:100]
         print(f"{i:>3}. {h.score:7.3f}  {h.chunk.anchor}\n       {snippet}")
-    print(f"({sum(ranking.timings.values()) * 1000:.1f} ms)")
+    stages = ", ".join(f"{s} {t * 1000:.1f}" for s, t in ranking.timings.items())
+    print(f"({sum(ranking.timings.values()) * 1000:.1f} ms: {stages})")
     return 0
 
 
@@ -219,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--split", default=None, help="BEIR qrels split (e.g. test)")
     p.add_argument("--k", type=_int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
     p.add_argument("--depth", type=int, default=100, help="chunks retrieved per question (default 100)")
+    p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist sizes to compare, e.g. 20,50,100")
     p.add_argument("--failures", type=int, default=5, help="worst failures to print (default 5)")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.set_defaults(func=cmd_eval)
@@ -249,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_pipeline_args(p)
     p.add_argument("query")
     p.add_argument("-k", type=int, default=10)
+    p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
     return parser
@@ -264,6 +330,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # output piped into head and closed early
+        sys.stderr.close()
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -109,7 +109,7 @@ def heading_end(text: str, start: int) -> int:
     """End of a section's heading line(s): one line for ATX, two for setext."""
     eol = text.find("\n", start)
     eol = len(text) if eol < 0 else eol
-    if text[start:].lstrip(" ").startswith("#"):
+    if re.match(r" {0,3}#{1,6}(?:[ \t]|$)", text[start:eol]):
         return eol
     nxt = text.find("\n", eol + 1)
     return len(text) if nxt < 0 else nxt

@@ -118,4 +118,5 @@ class CachedEmbedder:
         return self._embed(texts, "passage")
 
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, "query")
+        """Queries are not cached: search latency includes embedding them, as in production."""
+        return self.inner.embed_queries(texts)

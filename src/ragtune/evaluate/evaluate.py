@@ -201,13 +201,15 @@ def evaluate(
     ks: Sequence[int] = DEFAULT_KS,
     depth: int = 100,
     config: Mapping[str, Any] | None = None,
+    filters: Any = None,
     show_progress: bool = False,
 ) -> EvalResult:
     """Search every golden question and score the rankings by the anchors they cover.
 
     ``depth`` chunks are retrieved per question (MRR and first-hit rank look
     that deep); answerable questions give the means, unanswerable ones are
-    counted and kept in ``questions`` for abstention metrics.
+    counted and kept in ``questions`` for abstention metrics. ``filters``
+    restricts every search (see :mod:`ragtune.retrieve.filters`).
     """
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
@@ -220,7 +222,8 @@ def evaluate(
     stage_times: dict[str, list[float]] = {}
     totals: list[float] = []
     for item in progress_iter(golden.items, "evaluating", enabled=show_progress):
-        ranking = retriever.search(item.q, k=depth)
+        ranking = retriever.search(item.q, k=depth, filters=filters) if filters is not None else \
+            retriever.search(item.q, k=depth)
         results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax))
         for stage, t in ranking.timings.items():
             stage_times.setdefault(stage, []).append(t)

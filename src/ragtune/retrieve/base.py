@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -13,16 +13,24 @@ __all__ = ["Retriever", "top_k"]
 
 @runtime_checkable
 class Retriever(Protocol):
+    """``search`` returns the ``k`` best chunks, best first; ``filters`` (an
+    expression string or a parsed filter) restricts the chunks *before* ranking."""
+
     name: str
 
-    def search(self, query: str, k: int = 10) -> Ranking: ...
+    def search(self, query: str, k: int = 10, filters: Any = None) -> Ranking: ...
 
 
-def top_k(scores: np.ndarray, k: int, *, min_score: float | None = None) -> np.ndarray:
+def top_k(scores: np.ndarray, k: int, *, min_score: float | None = None,
+          mask: np.ndarray | None = None) -> np.ndarray:
     """Indices of the ``k`` highest scores, best first; ties broken by index (stable).
 
-    With ``min_score``, indices scoring at or below it are dropped.
+    With ``min_score``, indices scoring at or below it are dropped; with
+    ``mask``, only indices where it is True are considered.
     """
+    if mask is not None:
+        allowed = np.flatnonzero(mask)
+        return allowed[top_k(scores[allowed], k, min_score=min_score)]
     n = scores.shape[0]
     k = min(k, n)
     if k <= 0:

@@ -12,6 +12,7 @@ from ..config import Config, check_choice, check_range
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Chunk, Hit, Ranking
 from .base import top_k
+from .filters import ChunkFilter
 
 __all__ = ["BM25Config", "BM25Retriever"]
 
@@ -64,6 +65,7 @@ class BM25Retriever:
         self._tokenizer = tokenizer
         vocab = tokenizer.get_vocab_dict()
         self._empty_id = vocab.get("")
+        self.filter = ChunkFilter(self.chunks)
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], config: BM25Config | None = None) -> "BM25Retriever":
@@ -90,9 +92,10 @@ class BM25Retriever:
             return np.zeros(len(self.chunks), dtype=np.float32)
         return np.asarray(self._model.get_scores(ids), dtype=np.float32)
 
-    def search(self, query: str, k: int = 10) -> Ranking:
+    def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         t0 = time.perf_counter()
+        mask = self.filter.mask(filters)
         scores = self.scores(query)
-        idx = top_k(scores, k, min_score=0.0)
+        idx = top_k(scores, k, min_score=0.0, mask=mask)
         hits = tuple(Hit(self.chunks[i], float(scores[i])) for i in idx)
         return Ranking(query, hits, {"bm25": time.perf_counter() - t0})

@@ -25,11 +25,11 @@ class ParentRetriever:
         self.name = f"{inner.name}>parents"
         self.config = getattr(inner, "config", None)
 
-    def search(self, query: str, k: int = 10) -> Ranking:
+    def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         depth = max(4 * k, k)
         timings: dict[str, float] = {}
         while True:
-            ranking = self.inner.search(query, k=depth)
+            ranking = self.inner.search(query, k=depth, filters=filters)
             for stage, t in ranking.timings.items():
                 timings[stage] = timings.get(stage, 0.0) + t
             t0 = time.perf_counter()

@@ -1,0 +1,115 @@
+"""Rerankers: rescore the shortlist of any retriever.
+
+One protocol, ``rerank(query, ranking) -> Ranking``. Two kinds:
+
+- ``EmbeddingReranker``: rescore with a second, different embedder (works
+  offline; each chunk text is embedded once thanks to the cache);
+- ``CrossEncoderReranker``: a sentence-transformers ``CrossEncoder`` (any
+  model id or local folder, e.g. ``cross-encoder/ms-marco-MiniLM-L-6-v2``).
+  No trained cross-encoder ships in a package reachable offline; the tests
+  build a tiny random one to check the plumbing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from ..errors import ConfigError, MissingDependencyError
+from ..types import Hit, Ranking
+from .base import Retriever
+
+__all__ = ["Reranker", "EmbeddingReranker", "CrossEncoderReranker", "RerankedRetriever"]
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    name: str
+
+    def rerank(self, query: str, ranking: Ranking) -> Ranking: ...
+
+
+def _reorder(query: str, ranking: Ranking, scores: Sequence[float], stage: str, seconds: float) -> Ranking:
+    order = sorted(range(len(ranking.hits)), key=lambda i: -scores[i])  # stable on ties
+    hits = tuple(Hit(ranking.hits[i].chunk, float(scores[i])) for i in order)
+    return Ranking(query, hits, {**ranking.timings, stage: seconds})
+
+
+class EmbeddingReranker:
+    name = "embedding"
+
+    def __init__(self, embedder):
+        self.embedder = embedder
+        self.config = {"embedder": embedder.model_id}
+
+    def rerank(self, query: str, ranking: Ranking) -> Ranking:
+        t0 = time.perf_counter()
+        if not ranking.hits:
+            return Ranking(query, (), {**ranking.timings, "rerank": 0.0})
+        q = self.embedder.embed_queries([query])[0]
+        p = self.embedder.embed([h.chunk.embed_text for h in ranking.hits])
+        return _reorder(query, ranking, (p @ q).tolist(), "rerank", time.perf_counter() - t0)
+
+
+class CrossEncoderReranker:
+    """Scores (query, chunk) pairs jointly. The model loads on first use."""
+
+    name = "cross-encoder"
+
+    def __init__(self, model: str, *, batch_size: int = 32, max_length: int = 512, device: str = "cpu"):
+        self.model_name = model
+        self.batch_size = batch_size
+        self.max_length = max_length
+        self.device = device
+        self._model = None
+        self.config = {"model": model}
+
+    def warm_up(self) -> None:
+        if self._model is not None:
+            return
+        try:
+            from sentence_transformers import CrossEncoder
+        except ImportError:
+            raise MissingDependencyError("the cross-encoder reranker needs: pip install 'ragtune[st]'") from None
+        try:
+            self._model = CrossEncoder(self.model_name, max_length=self.max_length, device=self.device)
+        except OSError as e:
+            raise ConfigError(f"cannot load cross-encoder {self.model_name!r}: {e}") from None
+
+    def rerank(self, query: str, ranking: Ranking) -> Ranking:
+        self.warm_up()
+        t0 = time.perf_counter()
+        if not ranking.hits:
+            return Ranking(query, (), {**ranking.timings, "rerank": 0.0})
+        pairs = [(query, h.chunk.embed_text) for h in ranking.hits]
+        scores = np.asarray(self._model.predict(pairs, batch_size=self.batch_size, show_progress_bar=False),  # type: ignore[union-attr]
+                            dtype=np.float64).reshape(len(pairs), -1)
+        col = scores[:, -1] if scores.shape[1] > 1 else scores[:, 0]
+        return _reorder(query, ranking, col.tolist(), "rerank", time.perf_counter() - t0)
+
+
+class RerankedRetriever:
+    """``base`` retrieves ``candidates`` chunks; ``reranker`` reorders them.
+
+    Below the reranked shortlist, the rest of the base ranking follows in its
+    own order (so metrics deeper than ``candidates`` still see it).
+    """
+
+    def __init__(self, base: Retriever, reranker: Reranker, *, candidates: int = 50):
+        if candidates < 1:
+            raise ConfigError(f"candidates must be >= 1, got {candidates}")
+        self.base = base
+        self.reranker = reranker
+        self.candidates = candidates
+        self.name = f"{base.name}+{reranker.name}"
+        self.config = {"base": getattr(base, "config", None), "reranker": getattr(reranker, "config", None),
+                       "candidates": candidates}
+
+    def search(self, query: str, k: int = 10, filters=None) -> Ranking:
+        base = self.base.search(query, k=max(k, self.candidates), filters=filters)
+        head = Ranking(query, base.hits[: self.candidates], base.timings)
+        reranked = self.reranker.rerank(query, head)
+        return Ranking(query, (reranked.hits + base.hits[self.candidates:])[:k], reranked.timings)
