@@ -69,7 +69,8 @@ def test_chunk_command_prints_histogram_and_writes_jsonl(md_corpus, tmp_path, ca
 def test_chunk_options_are_validated(md_corpus, capsys):
     assert main(["chunk", "--corpus", str(md_corpus), "--chunker", "fixed", "--size", "10", "--overlap", "10"]) == 2
     assert "overlap=10 must be smaller than size=10" in capsys.readouterr().err
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", "x.jsonl", "--chunker", "section", "--size", "5"]) == 2
+    g = golden_file(md_corpus.parent, [{"id": "q1", "q": "x", "relevant": []}])
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "section", "--size", "5"]) == 2
     assert "unknown option(s) 'size'; valid options: prefix" in capsys.readouterr().err
 
 
