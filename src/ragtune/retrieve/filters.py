@@ -215,6 +215,8 @@ class _Parser:
                     self.fail(f"unexpected {tok[1]!r} in list")
                 values.append(_value(tok))
             return Cmp(str(field), "in", tuple(values))
+        if self.peek() is None:
+            self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {field!r}")
         kind, op = self.take()
         if kind != "op":
             self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {field!r}")

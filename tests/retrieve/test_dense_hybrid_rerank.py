@@ -1,0 +1,114 @@
+import numpy as np
+import pytest
+
+from ragtune import Chunk, Hit, Ranking, chunk_corpus, load_corpus, make_chunker
+from ragtune.embed import CachedEmbedder, EmbeddingCache
+from ragtune.retrieve import BM25Config, BM25Retriever
+from ragtune.retrieve.dense import DenseRetriever
+from ragtune.retrieve.fusion import HybridRetriever, rrf
+from ragtune.retrieve.rerank import EmbeddingReranker, RerankedRetriever
+from tests.conftest import write_files
+
+TOPICS = ["refund", "invoice", "password", "shipping"]
+
+
+class BagOfTopics:
+    """A fake embedder: one dimension per topic word, plus a constant."""
+
+    model_id = "bag"
+    dim = len(TOPICS) + 1
+    max_tokens = 64
+    cache_key = "bag:1"
+
+    def __init__(self, flip=False):
+        self.calls = 0
+        self.flip = flip
+
+    def embed(self, texts):
+        self.calls += len(texts)
+        v = np.array([[t.lower().count(w) for w in TOPICS] + [0.1] for t in texts], dtype=np.float32)
+        if self.flip:
+            v[:, :-1] = v[:, :-1][:, ::-1]
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    embed_queries = embed
+
+
+def chunk(cid):
+    return Chunk(id=cid, doc_id=cid, text=cid, start=0, end=len(cid), embed_text=cid)
+
+
+def ranking(ids):
+    return Ranking("q", tuple(Hit(chunk(c), 1.0 / (i + 1)) for i, c in enumerate(ids)), {"x": 0.001})
+
+
+def test_rrf_matches_hand_computation_and_leaves_inputs_alone():
+    a = ranking(["d1", "d2", "d3"])
+    b = ranking(["d3", "d1", "d4"])
+    before = (a.hits, b.hits)
+    fused = rrf([a, b], k=60)
+    expected = {"d1": 1 / 61 + 1 / 62, "d2": 1 / 62, "d3": 1 / 63 + 1 / 61, "d4": 1 / 63}
+    assert [h.chunk.id for h in fused.hits] == ["d1", "d3", "d2", "d4"]
+    for h in fused.hits:
+        assert h.score == pytest.approx(expected[h.chunk.id])
+    assert (a.hits, b.hits) == before and a.hits[0].score == 1.0
+    assert fused.timings == {"x": pytest.approx(0.002)}
+    weighted = rrf([a, b], k=0, weights=[1.0, 3.0])
+    assert weighted.hits[0].chunk.id == "d3"  # 1/3 + 3/1
+    assert [h.chunk.id for h in rrf([a, b], k=60, depth=1).hits] == ["d1", "d3"]
+
+
+def test_rrf_keys_by_id_not_text():
+    same_text = [Chunk(id=f"c{i}", doc_id="d", text="same", start=0, end=4, embed_text="same") for i in range(2)]
+    r = Ranking("q", tuple(Hit(c, 1.0) for c in same_text))
+    assert len(rrf([r]).hits) == 2
+
+
+def docs(tmp_path):
+    files = {"a.md": "# A\n\nHow to get a refund for an order.", "b.md": "# B\n\nInvoice copies and invoice dates.",
+             "c.md": "# C\n\nReset your password.", "d.md": "# D\n\nShipping times and shipping costs."}
+    return chunk_corpus(load_corpus(write_files(tmp_path / "c", files)), make_chunker("document"))
+
+
+def test_dense_search_filters_and_cache(tmp_path):
+    chunks = docs(tmp_path)
+    inner = BagOfTopics()
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    r = DenseRetriever.build(chunks, CachedEmbedder(inner, cache))
+    res = r.search("my refund please", k=2)
+    assert res.hits[0].chunk.doc_id == "a.md" and set(res.timings) == {"embed_query", "dense"}
+    assert [h.chunk.doc_id for h in r.search("refund", k=1, filters="doc_id=b.md").hits] == ["b.md"]
+    # a second build embeds nothing: every chunk vector comes from the cache
+    second = CachedEmbedder(inner, EmbeddingCache(tmp_path / "e.sqlite"))
+    DenseRetriever.build(chunks, second)
+    assert second.stats == {"hits": 4, "misses": 0}
+
+
+def test_dense_rejects_mixed_dimensions(tmp_path):
+    chunks = docs(tmp_path)
+    with pytest.raises(ValueError, match="never mix"):
+        DenseRetriever(chunks, np.zeros((4, 3), dtype=np.float32), BagOfTopics())
+
+
+def test_hybrid_fuses_bm25_and_dense(tmp_path):
+    chunks = docs(tmp_path)
+    bm25 = BM25Retriever.build(chunks, BM25Config())
+    dense = DenseRetriever.build(chunks, BagOfTopics())
+    h = HybridRetriever([bm25, dense], k=60, depth=4)
+    res = h.search("shipping costs", k=3)
+    assert res.hits[0].chunk.doc_id == "d.md"
+    assert {"bm25", "embed_query", "dense", "fusion"} <= set(res.timings)
+    assert len(h.search("shipping", k=3, filters="doc_id!=d.md").hits) == 3
+
+
+def test_embedding_reranker_reorders_only_the_shortlist(tmp_path):
+    chunks = docs(tmp_path)
+    base = DenseRetriever.build(chunks, BagOfTopics())
+    # the reranker's embedder sees topics mirrored: "refund" looks like "shipping"
+    rr = RerankedRetriever(base, EmbeddingReranker(BagOfTopics(flip=True)), candidates=2)
+    plain = base.search("refund", k=4)
+    reranked = rr.search("refund", k=4)
+    assert [h.chunk.id for h in reranked.hits[2:]] == [h.chunk.id for h in plain.hits[2:]]
+    assert {h.chunk.id for h in reranked.hits[:2]} == {h.chunk.id for h in plain.hits[:2]}
+    assert "rerank" in reranked.timings
+    assert rr.name == "dense+embedding"
