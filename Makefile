@@ -12,7 +12,7 @@ $(PY):
 	$(PY) -m pip install -q --upgrade pip
 
 $(STAMP): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test,embed,st]'
+	$(PY) -m pip install -q -e '.[test,embed,st,ann]'
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -1,5 +1,7 @@
 import json
 
+import pytest
+
 from ragtune.cli import main
 from tests.conftest import write_jsonl
 
@@ -82,3 +84,35 @@ def test_eval_takes_chunking_flags(md_corpus, tmp_path, capsys):
     cfg = json.loads(out.read_text())["config"]
     assert cfg["chunker"]["name"] == "small_to_big" and cfg["chunker"]["size"] == 8
     assert cfg["retriever"]["name"] == "bm25>parents"
+
+
+def test_eval_hybrid_with_reranking_table_and_filter(md_corpus, tmp_path, capsys):
+    pytest.importorskip("onnxruntime")
+    g = golden_file(tmp_path, [
+        {"id": "q1", "q": "When are refunds issued?", "relevant": ["guide/billing.md#refunds"]},
+        {"id": "q2", "q": "How do I remove my account?", "relevant": ["faq.md#accounts"]},
+    ])
+    out = tmp_path / "r.json"
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybrid", "--rerank", "embedding",
+                 "--rerank-model", "minilm", "--candidates", "2,5", "--json", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "reranking (embedding) by number of candidates:" in text
+    assert "embed_query p50" in text and "rerank p50" in text and "fusion p50" in text
+    data = json.loads(out.read_text())
+    assert [row["candidates"] for row in data["candidates_table"]] == ["none", 2, 5]
+    assert data["config"]["rerank"]["candidates"] == 2
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--filter", "dir=guide", "--json", str(out)]) == 0
+    capsys.readouterr()
+    data = json.loads(out.read_text())
+    assert all(r["doc_id"].startswith("guide/") for q in data["questions"] for r in q["retrieved"])
+    assert data["config"]["filter"]
+
+
+def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
+    g = golden_file(tmp_path, [{"id": "q1", "q": "x", "relevant": []}])
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--candidates", "5"]) == 2
+    assert "--candidates needs --rerank" in capsys.readouterr().err
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--rrf-k", "10"]) == 2
+    assert "--retriever hybrid only" in capsys.readouterr().err
+    assert main(["search", "--corpus", str(md_corpus), "x", "--filter", "colour=red"]) == 2
+    assert "unknown filter field(s) 'colour'" in capsys.readouterr().err

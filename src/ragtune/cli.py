@@ -46,6 +46,7 @@ def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
     r.add_argument("--retriever", default="bm25", choices=RETRIEVERS, help="bm25 (default), dense or hybrid (RRF)")
     r.add_argument("--k1", type=float, default=None, help="BM25 k1 (default 1.5)")
     r.add_argument("--b", type=float, default=None, help="BM25 b (default 0.75)")
+    r.add_argument("--ann", action="store_true", default=None, help="dense/hybrid: approximate HNSW search (usearch)")
     r.add_argument("--rrf-k", type=int, dest="rrf_k", help="hybrid: RRF constant (default 60)")
     r.add_argument("--fusion-depth", type=int, dest="depth_fuse", help="hybrid: candidates taken from each retriever (default 50)")
     r.add_argument("--weights", type=_float_list, help="hybrid: weights of bm25,dense (default 1,1)")
@@ -92,7 +93,8 @@ def _chunker_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
-    names = (("k1", "k1"), ("b", "b"), ("rrf_k", "rrf_k"), ("depth_fuse", "depth"), ("weights", "weights"))
+    names = (("k1", "k1"), ("b", "b"), ("rrf_k", "rrf_k"), ("depth_fuse", "depth"), ("weights", "weights"),
+             ("ann", "ann"))
     opts = {key: getattr(args, attr) for attr, key in names if getattr(args, attr, None) is not None}
     if args.retriever != "hybrid" and set(opts) & {"rrf_k", "depth", "weights"}:
         raise ConfigError("--rrf-k, --fusion-depth and --weights apply to --retriever hybrid only")

@@ -47,16 +47,20 @@ def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: st
                     show_progress: bool = False, **options: Any) -> Retriever:
     """``bm25`` (options k1, b, method...), ``dense`` (embedder) or ``hybrid``
     (BM25 + dense by RRF; options rrf_k, weights, depth, plus BM25's)."""
+    ann = bool(options.pop("ann", False))
     if name == "bm25":
+        if ann:
+            raise ConfigError("ann applies to dense and hybrid retrieval only")
         return BM25Retriever.build(chunks, BM25Config.from_dict(options))
     if name == "dense":
         if options:
-            raise ConfigError(f"dense retrieval takes no option(s) {', '.join(map(repr, options))}; choose the model with embedder=")
-        return DenseRetriever.build(chunks, _embedder(embedder, show_progress))
+            raise ConfigError(f"dense retrieval takes no option(s) {', '.join(map(repr, options))}; "
+                              "valid: ann (choose the model with embedder=)")
+        return DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
     if name == "hybrid":
         fuse = {k: options.pop(k) for k in ("rrf_k", "weights", "depth") if k in options}
         bm25 = BM25Retriever.build(chunks, BM25Config.from_dict(options))
-        dense = DenseRetriever.build(chunks, _embedder(embedder, show_progress))
+        dense = DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
         return HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
                                depth=fuse.get("depth", 50))
     raise ConfigError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVERS)}")

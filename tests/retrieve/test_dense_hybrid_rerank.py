@@ -112,3 +112,30 @@ def test_embedding_reranker_reorders_only_the_shortlist(tmp_path):
     assert {h.chunk.id for h in reranked.hits[:2]} == {h.chunk.id for h in plain.hits[:2]}
     assert "rerank" in reranked.timings
     assert rr.name == "dense+embedding"
+
+
+def test_ann_agrees_with_exact_search(tmp_path):
+    pytest.importorskip("usearch")
+    rng = np.random.default_rng(0)
+    n = 2000
+    vecs = rng.normal(size=(n, 16)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    chunks = [Chunk(id=f"c{i}", doc_id=f"d{i % 7}", text="t", start=0, end=1, embed_text=f"q{i}") for i in range(n)]
+
+    class Lookup:
+        model_id, dim, max_tokens, cache_key = "lookup", 16, 8, "lookup"
+
+        def embed(self, texts):
+            return vecs[[int(t[1:]) for t in texts]]
+
+        embed_queries = embed
+
+    exact = DenseRetriever(chunks, vecs, Lookup())
+    ann = DenseRetriever(chunks, vecs, Lookup(), ann=True)
+    assert ann.ann_recall([f"q{i}" for i in range(0, n, 40)], k=10) >= 0.95
+    top_exact = [h.chunk.id for h in exact.search("q5", k=10).hits]
+    top_ann = [h.chunk.id for h in ann.search("q5", k=10).hits]
+    assert top_ann[0] == "c5" and len(set(top_ann) & set(top_exact)) >= 9
+    # a filtered query falls back to exact search over the allowed vectors
+    filtered = ann.search("q5", k=10, filters="doc_id=d3")
+    assert [h.chunk.id for h in filtered.hits] == [h.chunk.id for h in exact.search("q5", k=10, filters="doc_id=d3").hits]

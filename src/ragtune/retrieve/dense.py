@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError
+from ..errors import ConfigError, MissingDependencyError
 from ..types import Chunk, Hit, Ranking
 from .base import top_k
 from .filters import ChunkFilter
@@ -25,7 +25,7 @@ class DenseRetriever:
 
     name = "dense"
 
-    def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder):
+    def __init__(self, chunks: Sequence[Chunk], vectors: np.ndarray, embedder, *, ann: bool = False):
         if vectors.shape[0] != len(chunks):
             raise ConfigError(f"{vectors.shape[0]} vectors for {len(chunks)} chunks")
         if vectors.shape[1] != embedder.dim:
@@ -35,14 +35,44 @@ class DenseRetriever:
         self.vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.embedder = embedder
         self.filter = ChunkFilter(self.chunks)
-        self.config = {"embedder": embedder.model_id}
+        self.config = {"embedder": embedder.model_id, "ann": ann}
+        self._ann = self._build_ann() if ann else None
 
     @classmethod
-    def build(cls, chunks: Sequence[Chunk], embedder) -> "DenseRetriever":
+    def build(cls, chunks: Sequence[Chunk], embedder, *, ann: bool = False) -> "DenseRetriever":
         if not chunks:
             raise ConfigError("cannot build a dense index over zero chunks; is the corpus empty?")
         vectors = embedder.embed([c.embed_text for c in chunks])
-        return cls(chunks, vectors, embedder)
+        return cls(chunks, vectors, embedder, ann=ann)
+
+    def _build_ann(self):
+        """An HNSW graph (usearch) over the vectors, for corpora where exact search is too slow."""
+        try:
+            from usearch.index import Index
+        except ImportError:
+            raise MissingDependencyError("approximate search needs usearch: pip install 'ragtune[ann]'") from None
+        index = Index(ndim=self.vectors.shape[1], metric="ip", dtype="f32", connectivity=16,
+                      expansion_add=128, expansion_search=128)
+        index.add(np.arange(len(self.chunks), dtype=np.uint64), self.vectors, threads=0)
+        return index
+
+    def exact_top(self, q: np.ndarray, k: int, mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        scores = self.vectors @ q
+        idx = top_k(scores, k, mask=mask)
+        return idx, scores[idx]
+
+    def ann_top(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        if self._ann is None:
+            raise ConfigError("this dense retriever was built without ann=True")
+        m = self._ann.search(q, min(k, len(self.chunks)))
+        return np.asarray(m.keys, dtype=np.int64), 1.0 - np.asarray(m.distances, dtype=np.float32)
+
+    def ann_recall(self, queries: Sequence[str], k: int = 10) -> float:
+        """Share of the exact top-``k`` that the ANN index also returns, averaged over ``queries``."""
+        qs = self.embedder.embed_queries(list(queries))
+        hits = [len(set(self.ann_top(q, k)[0].tolist()) & set(self.exact_top(q, k)[0].tolist())) / min(k, len(self.chunks))
+                for q in qs]
+        return float(np.mean(hits)) if hits else float("nan")
 
     def query_vector(self, query: str) -> np.ndarray:
         return self.embedder.embed_queries([query])[0]
@@ -52,7 +82,9 @@ class DenseRetriever:
         t0 = time.perf_counter()
         q = self.query_vector(query)
         t1 = time.perf_counter()
-        scores = self.vectors @ q
-        idx = top_k(scores, k, mask=mask)
-        hits = tuple(Hit(self.chunks[i], float(scores[i])) for i in idx)
+        if self._ann is not None and mask is None:
+            idx, scores = self.ann_top(q, k)
+        else:  # exact; a filtered query searches only the allowed vectors
+            idx, scores = self.exact_top(q, k, mask)
+        hits = tuple(Hit(self.chunks[i], float(s)) for i, s in zip(idx.tolist(), scores.tolist()))
         return Ranking(query, hits, {"embed_query": t1 - t0, "dense": time.perf_counter() - t1})
