@@ -274,6 +274,73 @@ def render_histogram(sizes: np.ndarray, bins: int = 8, width: int = 40) -> str:
     return "\n".join(lines)
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from .sweep import load_grid, sweep
+
+    grid = load_grid(args.grid)
+    if args.metric:
+        from .sweep.grid import parse_grid
+
+        grid = parse_grid({**grid.raw, "metric": args.metric}, source=grid.source)
+    golden = load_golden(args.golden, split=args.split)
+    corpus = load_corpus(args.corpus)
+    grid = grid.resolved(corpus.kind)
+    specs = grid.all_specs
+    print(f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid"
+          f"{'' if len(specs) == len(grid.specs) else ' + the baseline'}), metric {grid.metric}, "
+          f"{len(golden)} questions; results in {args.out}", file=sys.stderr)
+    if args.dry_run:
+        for spec in specs:
+            print(f"{spec.key}  {spec.label}")
+        return 0
+    result = sweep(corpus, golden, grid, args.out, show_progress=True)
+    print(result.table(limit=args.top))
+    print(f"\nwrote {args.out}/results.json and {args.out}/report.html")
+    return 0
+
+
+def _load_result(path: str, config: str | None) -> tuple[dict[str, Any], str]:
+    """An eval result dict from an eval --json file, a sweep results folder/file, or a sweep run file."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.is_dir():
+        p = p / "results.json"
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: not found; pass an eval --json file or a sweep output folder") from None
+    except (OSError, json.JSONDecodeError) as e:
+        raise ConfigError(f"{path}: cannot read JSON ({e})") from None
+    if "questions" in data and "metrics" in data:  # eval --json
+        return data, p.stem
+    if "result" in data and "spec" in data:  # one sweep run
+        return data["result"], data["label"]
+    if "configs" in data:  # sweep results.json: per-question scores are in runs/<key>.json
+        configs = data["configs"]
+        chosen = configs[0] if config is None else next((c for c in configs if c["key"] == config), None)
+        if chosen is None:
+            raise ConfigError(f"{path}: no configuration {config!r}; keys: {', '.join(c['key'] for c in configs)}")
+        run = p.parent / "runs" / f"{chosen['key']}.json"
+        if run.exists():
+            r = json.loads(run.read_text(encoding="utf-8"))
+            return r["result"], r["label"]
+        return {"questions": [{**q, "answerable": True} for q in chosen["questions"]], "config": {"ks": data["ks"]},
+                "metrics": chosen["metrics"]}, chosen["label"]
+    raise ConfigError(f"{path}: not an eval or sweep result")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from .evaluate.compare import compare_runs
+
+    a, name_a = _load_result(args.a, args.config_a)
+    b, name_b = _load_result(args.b, args.config_b)
+    c = compare_runs(a, b, metric=args.metric, test=args.test, samples=args.samples, seed=args.seed,
+                     names=(name_a, name_b))
+    print(c.to_json() if args.json else c.to_text())
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
@@ -304,6 +371,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", default=None, help="only this document")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_anchors)
+
+    p = sub.add_parser("sweep", help="run a grid of chunking x retrieval configurations")
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--golden", required=True)
+    p.add_argument("--split", default=None)
+    p.add_argument("--grid", required=True, help="grid file (.toml or .yaml)")
+    p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
+    p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr, ndcg@10")
+    p.add_argument("--top", type=int, default=None, help="rows of the ranked table to print (default all)")
+    p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
+    p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("compare", help="compare two eval or sweep results question by question")
+    p.add_argument("a", help="baseline: eval --json file, sweep folder or results.json")
+    p.add_argument("b", help="candidate: same kinds")
+    p.add_argument("--metric", default="recall@10")
+    p.add_argument("--config-a", dest="config_a", help="sweep configuration key for A (default: the top-ranked)")
+    p.add_argument("--config-b", dest="config_b", help="sweep configuration key for B (default: the top-ranked)")
+    p.add_argument("--test", choices=["randomization", "bootstrap"], default="randomization")
+    p.add_argument("--samples", type=int, default=10000)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("chunk", help="chunk a corpus and show what came out")
     p.add_argument("--corpus", required=True)

@@ -37,13 +37,16 @@ def default_chunker(corpus: Corpus, name: str = "auto", *, prefix: bool | None =
     return make_chunker(name, prefix=prefix, **options)
 
 
-def _embedder(name: str, show_progress: bool):
+def _embedder(embedder: Any, show_progress: bool):
+    """A cached embedder from a name; an embedder object is used as given."""
+    if not isinstance(embedder, str):
+        return embedder
     from .embed import CachedEmbedder, get_embedder
 
-    return CachedEmbedder(get_embedder(name), show_progress=show_progress)
+    return CachedEmbedder(get_embedder(embedder), show_progress=show_progress)
 
 
-def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: str = "minilm",
+def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: Any = "minilm",
                     show_progress: bool = False, **options: Any) -> Retriever:
     """``bm25`` (options k1, b, method...), ``dense`` (embedder) or ``hybrid``
     (BM25 + dense by RRF; options rrf_k, weights, depth, plus BM25's)."""

@@ -54,7 +54,7 @@ class OnnxEmbedder:
     """
 
     def __init__(self, model_path: str | os.PathLike[str], tokenizer_path: str | os.PathLike[str], *,
-                 model_id: str, dim: int, max_tokens: int = 256, batch_size: int = 32,
+                 model_id: str, dim: int, max_tokens: int = 256, batch_size: int = 8,
                  threads: int | None = None, query_prefix: str = "", passage_prefix: str = ""):
         self.model_path = Path(model_path)
         self.tokenizer_path = Path(tokenizer_path)
@@ -109,6 +109,9 @@ class OnnxEmbedder:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
         opts.log_severity_level = 3
+        # idle ORT threads must not spin: they would steal the cores from BM25 and numpy between queries
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
         tok = Tokenizer.from_file(str(self.tokenizer_path))

@@ -23,6 +23,7 @@ __all__ = ["evaluate", "judge", "EvalResult", "QuestionResult", "Judgement", "co
 
 DEFAULT_KS = (5, 10, 20)
 NDCG_K = 10
+SNIPPET_CHARS = 300  # of each retrieved chunk's text kept in results, for failure analysis
 
 
 def covers(chunk: Chunk, span: AnchorSpan) -> bool:
@@ -257,6 +258,7 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
         {
             "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "anchor": h.chunk.anchor, "score": h.score,
             "start": h.chunk.start, "end": h.chunk.end, "relevant": bool(j.rank_hits[r]),
+            "text": h.chunk.text[:SNIPPET_CHARS],
         }
         for r, h in enumerate(ranking.hits[:kmax])
     )

@@ -1,0 +1,220 @@
+"""Run a sweep: every configuration of a grid, cached, resumable, with progress.
+
+- Chunkings are computed once per (chunker, prefix, options) and shared by the
+  configurations that differ only in retrieval; first-stage indexes are shared
+  by configurations that differ only in reranking.
+- Embeddings go through the on-disk cache: a text embedded by one
+  configuration (or one earlier sweep) is never embedded again.
+- Each finished configuration is written to ``DIR/runs/<key>.json`` at once
+  (atomically); rerunning the same sweep skips what is there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ..chunking import chunk_corpus
+from ..corpus.corpus import Corpus
+from ..errors import RagtuneError
+from ..golden import GoldenSet
+from ..pipeline import Pipeline, build_reranker, build_retriever, default_chunker, run_eval
+from .grid import Grid, RunSpec
+
+__all__ = ["run_sweep", "golden_fingerprint", "SweepStateError"]
+
+
+class SweepStateError(RagtuneError, ValueError):
+    """The output folder holds results of a different corpus or golden set."""
+
+
+def golden_fingerprint(golden: GoldenSet) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for item in golden:
+        h.update(json.dumps(item.to_dict(), sort_keys=True).encode())
+    return h.hexdigest()[:16]
+
+
+def _write_atomic(path: Path, data: Any) -> None:
+    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(data, f, ensure_ascii=False)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class _Progress:
+    """One line per configuration: i/N, label, stage, ETA (rich on a terminal, plain lines otherwise)."""
+
+    def __init__(self, total: int, enabled: bool):
+        import sys
+
+        self.total = total
+        self.done = 0
+        self.t0 = time.perf_counter()
+        self.timed = 0
+        self.enabled = enabled
+        self.tty = enabled and sys.stderr.isatty()
+        self._live = None
+        if self.tty:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+            self._live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                  TimeRemainingColumn(), transient=False)
+            self._live.start()
+            self._task = self._live.add_task("sweep", total=total)
+
+    def stage(self, i: int, label: str, stage: str) -> None:
+        if not self.enabled:
+            return
+        msg = f"[{i}/{self.total}] {label}: {stage}"
+        if self._live is not None:
+            self._live.update(self._task, description=msg)
+        else:
+            import sys
+
+            eta = ""
+            if self.timed:
+                per = (time.perf_counter() - self.t0) / max(self.timed, 1)
+                eta = f" (ETA {per * (self.total - self.done) / 60:.1f} min)"
+            print(msg + eta, file=sys.stderr, flush=True)
+
+    def advance(self, computed: bool) -> None:
+        self.done += 1
+        if computed:  # resumed configurations take no time and do not count towards the ETA
+            self.timed += 1
+        if self._live is not None:
+            self._live.advance(self._task)
+
+    def close(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+
+
+def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
+              show_progress: bool = True, on_record: Callable[[dict], None] | None = None) -> list[dict]:
+    """Run (or resume) every configuration; returns one record per configuration, grid order."""
+    from ..embed import CachedEmbedder, get_embedder
+
+    grid = grid.resolved(corpus.kind)
+    out = Path(out_dir)
+    runs = out / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    state = {"corpus": corpus.fingerprint, "golden": golden_fingerprint(golden), "ks": list(grid.ks),
+             "depth": grid.depth}
+    state_path = out / "sweep-state.json"
+    if state_path.exists():
+        old = json.loads(state_path.read_text())
+        if old != state:
+            differs = ", ".join(k for k in state if old.get(k) != state[k])
+            raise SweepStateError(f"{out} holds results computed with a different {differs}; use another --out "
+                                  "folder (or delete this one) to start afresh")
+    else:
+        _write_atomic(state_path, state)
+
+    specs = grid.all_specs
+    progress = _Progress(len(specs), show_progress)
+    chunk_cache: OrderedDict[tuple, tuple] = OrderedDict()
+    index_cache: OrderedDict[tuple, tuple] = OrderedDict()
+    embedders: dict[str, Any] = {}
+    records: list[dict] = []
+    try:
+        for i, spec in enumerate(specs, start=1):
+            path = runs / f"{spec.key}.json"
+            if path.exists():
+                try:
+                    record = json.loads(path.read_text())
+                    if record.get("spec") == spec.to_dict():
+                        records.append(record)
+                        progress.advance(computed=False)
+                        continue
+                except (OSError, json.JSONDecodeError):
+                    pass  # a damaged file is recomputed
+            record = _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders,
+                              CachedEmbedder, get_embedder)
+            _write_atomic(path, record)
+            records.append(record)
+            progress.advance(computed=True)
+            if on_record:
+                on_record(record)
+    finally:
+        progress.close()
+    return records
+
+
+def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders,
+             CachedEmbedder, get_embedder) -> dict:
+    label = spec.label
+    progress.stage(i, label, "chunking")
+    ckey = (spec.chunker, spec.prefix, spec.chunker_options)
+    if ckey in chunk_cache:
+        chunker, chunks, parents = chunk_cache[ckey]
+        chunk_cache.move_to_end(ckey)
+    else:
+        chunker = default_chunker(corpus, spec.chunker, prefix=spec.prefix, **dict(spec.chunker_options))
+        parents = []
+        if hasattr(chunker, "chunk_with_parents"):
+            chunks = []
+            for doc in corpus:
+                ps, cs = chunker.chunk_with_parents(doc)
+                parents.extend(ps)
+                chunks.extend(cs)
+        else:
+            chunks = chunk_corpus(corpus, chunker)
+        chunk_cache[ckey] = (chunker, chunks, parents)
+        if len(chunk_cache) > 8:
+            chunk_cache.popitem(last=False)
+
+    emb = None
+    if spec.retriever in ("dense", "hybrid"):
+        emb = embedders.get(spec.embedder)
+        if emb is None:
+            emb = embedders[spec.embedder] = CachedEmbedder(get_embedder(spec.embedder), show_progress=progress.tty)
+    before = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
+    ikey = spec.index_key
+    if ikey in index_cache:
+        base, build_s = index_cache[ikey]
+        index_cache.move_to_end(ikey)
+        reused = True
+    else:
+        progress.stage(i, label, "indexing")
+        t0 = time.perf_counter()
+        opts = dict(spec.retriever_options)
+        if "fusion_depth" in opts:
+            opts["depth"] = opts.pop("fusion_depth")
+        if isinstance(opts.get("weights"), tuple):
+            opts["weights"] = list(opts["weights"])
+        base = build_retriever(chunks, spec.retriever, embedder=emb if emb else spec.embedder, **opts)
+        build_s = time.perf_counter() - t0
+        index_cache[ikey] = (base, build_s)
+        if len(index_cache) > 4:
+            index_cache.popitem(last=False)
+        reused = False
+    after = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
+    reranker = build_reranker(spec.rerank, spec.rerank_model) if spec.rerank else None
+    pipeline = Pipeline(corpus, chunker, base, chunks, parents, reranker, spec.candidates)
+    progress.stage(i, label, "evaluating")
+    result = run_eval(pipeline, golden, ks=grid.ks, depth=grid.depth, filters=spec.filter)
+    return {
+        "key": spec.key,
+        "label": label,
+        "spec": spec.to_dict(),
+        "stats": {
+            "chunks": len(chunks),
+            "parents": len(parents),
+            "texts_embedded": after["misses"] - before["misses"],
+            "embedding_cache_hits": after["hits"] - before["hits"],
+            "index_build_s": build_s,
+            "index_reused": reused,
+            "latency_ms": {"p50": result.latency_ms["p50"], "p95": result.latency_ms["p95"]},
+        },
+        "result": json.loads(result.to_json(indent=None)),
+    }
