@@ -1,31 +1,42 @@
-# make demo: set up .venv and evaluate ragtune on its own documentation.
+# make demo: set up .venv and evaluate ragtune on its own documentation (offline, BM25).
 # make test: set up .venv with every extra and run the whole test suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-STAMP := $(VENV)/.installed
+CORE := $(VENV)/.installed-core
+ALL := $(VENV)/.installed-all
 
-.PHONY: demo test install clean bench-scifact
+.PHONY: demo test install install-all clean bench-scifact bench-chunking
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(STAMP): pyproject.toml | $(PY)
+$(CORE): pyproject.toml | $(PY)
+	$(PY) -m pip install -q -e .
+	touch $(CORE)
+
+$(ALL): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e '.[test,embed,st,ann]'
-	touch $(STAMP)
+	touch $(ALL) $(CORE)
 
-install: $(STAMP)
+install: $(CORE)
+install-all: $(ALL)
 
-demo: $(STAMP)
+demo: $(CORE)
 	$(PY) -m ragtune golden check --corpus docs --golden docs/golden.jsonl
 	$(PY) -m ragtune eval --corpus docs --golden docs/golden.jsonl --json out/demo-eval.json
+	rm -rf out/demo-sweep
+	$(PY) -m ragtune sweep --corpus docs --golden docs/golden.jsonl --grid examples/demo-grid.toml --out out/demo-sweep --top 10
 
-test: $(STAMP)
+test: $(ALL)
 	$(PY) -m pytest -q
 
-bench-scifact: $(STAMP)
-	$(PY) bench/beir.py --data ../shared/datasets/scifact --split test
+bench-scifact: $(ALL)
+	$(PY) bench/beir.py --data ../shared/datasets/scifact --split test --retriever bm25,dense,hybrid
+
+bench-chunking: $(CORE)
+	$(PY) bench/chunking.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --golden bench/golden/fastapi.jsonl
 
 clean:
-	rm -rf $(VENV) out .pytest_cache
+	rm -rf $(VENV) out .pytest_cache .ragtune-cache

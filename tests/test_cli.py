@@ -105,7 +105,7 @@ def test_eval_hybrid_with_reranking_table_and_filter(md_corpus, tmp_path, capsys
     capsys.readouterr()
     data = json.loads(out.read_text())
     assert all(r["doc_id"].startswith("guide/") for q in data["questions"] for r in q["retrieved"])
-    assert data["config"]["filter"]
+    assert data["config"]["filter"] == "dir=guide"
 
 
 def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):

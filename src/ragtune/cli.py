@@ -111,12 +111,21 @@ def _pipeline(args: argparse.Namespace, *, candidates: int = 50) -> Pipeline:
                           candidates=candidates, show_progress=True)
 
 
-def _filters(args: argparse.Namespace):
-    return combine_filters(args.filter) if args.filter else None
+def _filters(args: argparse.Namespace) -> str | None:
+    """The --filter expressions as one expression (each flag ANDed), validated now."""
+    if not args.filter:
+        return None
+    combine_filters(args.filter)  # raises on a syntax error before anything is built
+    return args.filter[0] if len(args.filter) == 1 else " and ".join(f"({f})" for f in args.filter)
 
 
 def _write_json(path: str, data: Any) -> None:
+    import os
+
     try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             json.dump(data, f, indent=2, ensure_ascii=False)
             f.write("\n")
@@ -202,6 +211,8 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    if args.candidates and not args.rerank:
+        raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
     pipeline = _pipeline(args, candidates=args.candidates[0] if args.candidates else 50)
     ranking = pipeline.retriever.search(args.query, k=args.k, filters=_filters(args))
     if args.json:

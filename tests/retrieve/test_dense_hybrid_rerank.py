@@ -139,3 +139,21 @@ def test_ann_agrees_with_exact_search(tmp_path):
     # a filtered query falls back to exact search over the allowed vectors
     filtered = ann.search("q5", k=10, filters="doc_id=d3")
     assert [h.chunk.id for h in filtered.hits] == [h.chunk.id for h in exact.search("q5", k=10, filters="doc_id=d3").hits]
+
+
+def test_ann_then_onnx_does_not_crash():
+    """onnxruntime segfaults when first loaded after usearch; building an ANN index must guard against it."""
+    pytest.importorskip("usearch")
+    pytest.importorskip("onnxruntime")
+    import subprocess
+    import sys
+
+    code = ("import numpy as np\nfrom ragtune import Chunk\nfrom ragtune.retrieve.dense import DenseRetriever\n"
+            "class E:\n    model_id='x'; dim=4; max_tokens=8; cache_key='x'\n"
+            "    def embed(self, t): return np.eye(4, dtype=np.float32)[:len(t)]\n    embed_queries = embed\n"
+            "ch = [Chunk(id=str(i), doc_id='d', text='t', start=0, end=1, embed_text='t') for i in range(4)]\n"
+            "DenseRetriever(ch, np.eye(4, dtype=np.float32), E(), ann=True)\n"
+            "from ragtune.embed import get_embedder\nprint(get_embedder('minilm').embed(['hello']).shape)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-500:]
+    assert "(1, 384)" in out.stdout

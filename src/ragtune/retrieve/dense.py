@@ -47,6 +47,10 @@ class DenseRetriever:
 
     def _build_ann(self):
         """An HNSW graph (usearch) over the vectors, for corpora where exact search is too slow."""
+        try:  # onnxruntime crashes when it is first loaded after usearch: load it first
+            import onnxruntime  # noqa: F401
+        except ImportError:
+            pass
         try:
             from usearch.index import Index
         except ImportError:

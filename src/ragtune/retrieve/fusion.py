@@ -42,6 +42,11 @@ def rrf(rankings: Sequence[Ranking], *, k: int = 60, weights: Sequence[float] | 
     return Ranking(query, tuple(Hit(chunks[c], scores[c]) for c in order), timings)
 
 
+def _config_dict(retriever) -> dict:
+    cfg = getattr(retriever, "config", None)
+    return cfg.to_dict() if hasattr(cfg, "to_dict") else dict(cfg or {})
+
+
 class HybridRetriever:
     """Several retrievers (by default BM25 + dense) fused by RRF.
 
@@ -60,7 +65,7 @@ class HybridRetriever:
         self.weights = list(weights) if weights is not None else None
         self.depth = depth
         self.config = {"fuse": "rrf", "rrf_k": k, "weights": self.weights, "depth": depth,
-                       "retrievers": [getattr(r, "name", "?") for r in self.retrievers]}
+                       "retrievers": [{"name": getattr(r, "name", "?"), **_config_dict(r)} for r in self.retrievers]}
 
     def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         n = max(self.depth, k)

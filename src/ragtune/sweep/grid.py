@@ -149,7 +149,7 @@ class RunSpec:
         d = self.to_dict()
         parts = [d.pop("chunker")]
         prefix = d.pop("prefix")
-        parts += [f"{k}={v}" for k, v in d.items() if k in CHUNKER_KEYS]
+        parts += [f"{k}={d[k]}" for k in CHUNKER_KEYS if k in d]
         if prefix:
             parts.append("prefix")
         parts.append(d["retriever"])

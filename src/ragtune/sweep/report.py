@@ -144,22 +144,22 @@ function axes(w, h, pad, xt, yt, xl, yl) {
   s += `<text x="${(w+pad.l-pad.r)/2}" y="${h-2}" text-anchor="middle">${esc(xl)}</text><text transform="translate(12 ${(h-pad.b+pad.t)/2}) rotate(-90)" text-anchor="middle">${esc(yl)}</text>`;
   return s;
 }
-const top = [base, ...C.filter(c => c !== base)].slice(0, 8);
+const shown = [base, ...C.filter(c => c !== base)].slice(0, 8);
 (function curves() {
   const w = 520, h = 300, pad = {l: 46, r: 12, t: 12, b: 36}, ks = D.ks;
-  const vals = top.flatMap(c => ks.map(k => val(c, `recall@${k}`))).filter(v => v != null);
+  const vals = shown.flatMap(c => ks.map(k => val(c, `recall@${k}`))).filter(v => v != null);
   const lo = Math.max(0, Math.min(...vals) - 0.05), hi = Math.min(1, Math.max(...vals) + 0.02);
   const X = i => pad.l + (ks.length === 1 ? 0.5 : i / (ks.length - 1)) * (w - pad.l - pad.r), Y = v => h - pad.b - (v - lo) / (hi - lo || 1) * (h - pad.t - pad.b);
   let s = axes(w, h, pad, ks.map((k, i) => [X(i), `@${k}`]), [0, .25, .5, .75, 1].map(f => lo + f * (hi - lo)).map(v => [Y(v), v.toFixed(2)]), 'k', 'recall');
   let leg = '';
-  top.forEach((c, j) => { const col = palette[j % palette.length];
+  shown.forEach((c, j) => { const col = palette[j % palette.length];
     s += `<polyline fill="none" stroke="${col}" stroke-width="${c === base ? 3 : 2}" ${c === base ? 'stroke-dasharray="5 3"' : ''} points="${ks.map((k, i) => `${X(i)},${Y(val(c, `recall@${k}`))}`).join(' ')}"><title>${esc(c.label)}</title></polyline>`;
     ks.forEach((k, i) => s += `<circle cx="${X(i)}" cy="${Y(val(c, `recall@${k}`))}" r="3" fill="${col}"><title>${esc(c.label)}: recall@${k} ${fmt(val(c, `recall@${k}`))}</title></circle>`);
     leg += `<span><i style="background:${col}"></i>${esc(c.label)}${c === base ? ' (baseline)' : ''}</span>`; });
   document.getElementById('curves').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="100%">${s}</svg><div class="legend">${leg}</div>`;
 })();
 (function headroom() {
-  const rows = top, w = 520, bh = 22, pad = 230, h = rows.length * bh + 24;
+  const rows = shown, w = 520, bh = 22, pad = 230, h = rows.length * bh + 24;
   const mx = Math.max(0.01, ...rows.map(c => val(c, 'reranker_headroom') || 0));
   let s = '';
   rows.forEach((c, i) => { const v = val(c, 'reranker_headroom') || 0, bw = v / mx * (w - pad - 50);
@@ -189,8 +189,8 @@ const top = [base, ...C.filter(c => c !== base)].slice(0, 8);
     const sizes = [...new Set(cs.map(c => c.spec.size))].sort((a, b) => a - b), ovs = [...new Set(cs.map(c => c.spec.overlap ?? 0))].sort((a, b) => a - b);
     const cell = {}; for (const c of cs) { const k = `${c.spec.size}|${c.spec.overlap ?? 0}`, v = val(c); if (v != null && (cell[k] == null || (lowerBetter ? v < cell[k].v : v > cell[k].v))) cell[k] = {v, c}; }
     const vals = Object.values(cell).map(x => x.v), lo = Math.min(...vals), hi = Math.max(...vals);
-    const cw = 70, ch = 26, pl = 70, pt = 22, w = pl + ovs.length * cw + 10, h = pt + sizes.length * ch + 24;
-    let s = `<text x="${pl}" y="12">${esc(strat)}: rows = size, columns = overlap</text>`;
+    const cw = 70, ch = 26, pl = 70, pt = 30, w = pl + ovs.length * cw + 10, h = pt + sizes.length * ch + 24;
+    let s = `<text x="4" y="12" style="font-weight:600">${esc(strat)}</text><text x="${pl - 6}" y="12" text-anchor="end"></text><text x="${pl}" y="${pt - 4}">overlap →</text><text x="4" y="${pt + 14}">size ↓</text>`;
     ovs.forEach((o, j) => s += `<text x="${pl + j * cw + cw / 2}" y="${h - 6}" text-anchor="middle">${o}</text>`);
     sizes.forEach((z, i) => { s += `<text x="${pl - 6}" y="${pt + i * ch + 17}" text-anchor="end">${z}</text>`;
       ovs.forEach((o, j) => { const e = cell[`${z}|${o}`]; if (!e) return; let f = hi > lo ? (e.v - lo) / (hi - lo) : 1; if (lowerBetter) f = 1 - f;

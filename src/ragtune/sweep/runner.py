@@ -78,14 +78,14 @@ class _Progress:
         msg = f"[{i}/{self.total}] {label}: {stage}"
         if self._live is not None:
             self._live.update(self._task, description=msg)
-        else:
+        elif stage == "chunking":  # plain output: one line per configuration
             import sys
 
             eta = ""
             if self.timed:
                 per = (time.perf_counter() - self.t0) / max(self.timed, 1)
                 eta = f" (ETA {per * (self.total - self.done) / 60:.1f} min)"
-            print(msg + eta, file=sys.stderr, flush=True)
+            print(f"[{i}/{self.total}] {label}{eta}", file=sys.stderr, flush=True)
 
     def advance(self, computed: bool) -> None:
         self.done += 1
