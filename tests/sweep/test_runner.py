@@ -119,3 +119,41 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     assert c["n"] == 7 and c["wins"] + c["ties"] + c["losses"] == 7 and c["seed"] == 0
     assert main(["compare", str(a), str(out), "--metric", "recall@5", "--samples", "200"]) == 0
     assert "wins" in capsys.readouterr().out
+
+
+def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
+    """A real kill -9 in the middle of a sweep: the rerun finishes and recomputes only what was not written."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    corpus, golden, grid, out = setup
+    grid_file = tmp_path / "grid.json"
+    grid_file.write_text(json.dumps(GRID))
+    script = (
+        "import json, sys, time\n"
+        "import ragtune.sweep.runner as r\n"
+        "from ragtune import load_corpus, load_golden\n"
+        "from ragtune.sweep import parse_grid\n"
+        "real = r.build_retriever\n"
+        "def slow(*a, **k):\n    time.sleep(0.3)\n    return real(*a, **k)\n"
+        "r.build_retriever = slow\n"
+        f"r.run_sweep(load_corpus({corpus.root!r}), load_golden({golden.source!r}), "
+        f"parse_grid(json.load(open({str(grid_file)!r}))), {str(out)!r}, show_progress=False)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], cwd=os.getcwd())
+    runs = out / "runs"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(list(runs.glob("*.json")) if runs.exists() else []) < 3:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    done = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
+    assert 3 <= len(done) < 10
+    records = run_sweep(corpus, golden, grid, out, show_progress=False)
+    assert len(records) == 10
+    assert not list(runs.glob("*.tmp*"))  # debris of the killed write is cleaned up
+    for name, mtime in done.items():  # finished configurations were not recomputed
+        assert (runs / name).stat().st_mtime_ns == mtime

@@ -108,6 +108,8 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
     out = Path(out_dir)
     runs = out / "runs"
     runs.mkdir(parents=True, exist_ok=True)
+    for debris in runs.glob("*.json.tmp*"):  # half-written files of a killed run
+        debris.unlink(missing_ok=True)
     state = {"corpus": corpus.fingerprint, "golden": golden_fingerprint(golden), "ks": list(grid.ks),
              "depth": grid.depth}
     state_path = out / "sweep-state.json"
