@@ -28,7 +28,7 @@ def test_cache_embeds_each_text_once_across_runs(tmp_path):
     cache_path = tmp_path / "c.sqlite"
     first = CachedEmbedder(inner, EmbeddingCache(cache_path))
     v1 = first.embed(["alpha", "beta", "alpha", "gamma"])
-    assert first.stats == {"hits": 0, "misses": 3}
+    assert first.stats == {"hits": 1, "misses": 3}  # the repeated "alpha" is embedded once
     assert sorted(inner.calls[0]) == ["alpha", "beta", "gamma"]
     assert np.allclose(v1[0], v1[2])
     second = CachedEmbedder(inner, EmbeddingCache(cache_path))  # a new process would see the same file
@@ -61,3 +61,16 @@ def test_bundled_minilm_is_offline_and_sensible():
     # order of the batch does not change a text's vector
     w = emb.embed(["Quarterly stock prices fell.", "The cat sits on the mat."])
     assert np.allclose(w[1], v[0], atol=1e-5)
+
+
+def test_minilm_cache_keys_follow_truncation(tmp_path):
+    pytest.importorskip("onnxruntime")
+    emb = get_embedder("minilm")
+    long_a = "alpha beta gamma " * 200
+    long_b = long_a + " a different ending far past the 256-token window"
+    ka, kb, kc = emb.input_keys([long_a, long_b, "short text"])
+    assert ka == kb != kc
+    cached = CachedEmbedder(emb, EmbeddingCache(tmp_path / "c.sqlite"))
+    v = cached.embed([long_a, long_b, "short text"])
+    assert cached.stats == {"hits": 1, "misses": 2}
+    assert np.allclose(v[0], v[1]) and np.allclose(v[0], emb.embed([long_b])[0], atol=1e-5)

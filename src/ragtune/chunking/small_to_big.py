@@ -28,7 +28,7 @@ class SmallToBigChunkerConfig(SizedConfig):
 
     size: int = 128
     overlap: int = 0
-    parent_size: int = 1024
+    parent_size: int = 2048
     parent: str = "markdown"
 
     def __post_init__(self) -> None:

@@ -1,6 +1,9 @@
 """An on-disk embedding cache: the same text is never embedded twice by the same model.
 
-Keyed by (embedder cache key = model id + weights hash, sha256 of the text);
+Keyed by (embedder cache key = model id + weights hash, sha256 of the text), or,
+for embedders that expose ``input_keys``, of the token ids the model sees after
+truncation (two chunks that agree on their first ``max_tokens`` tokens get the
+same vector from the model, so they share one entry);
 vectors are stored as float32 bytes in SQLite (no pickle), safe for several
 processes.
 """
@@ -66,7 +69,8 @@ class EmbeddingCache:
 class CachedEmbedder:
     """Wraps an embedder: looks texts up in the cache, embeds only the misses.
 
-    ``stats`` counts texts served from the cache (``hits``) and embedded (``misses``).
+    ``stats`` counts texts embedded (``misses``) and texts served without embedding
+    (``hits``: found in the cache, or repeated within the call).
     """
 
     def __init__(self, inner: Embedder, cache: EmbeddingCache | None = None, *, batch: int = 256,
@@ -94,12 +98,17 @@ class CachedEmbedder:
         return self.inner.cache_key
 
     def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
-        model = f"{self.inner.cache_key}|{kind}"
-        keys = [EmbeddingCache.text_key(t) for t in texts]
+        input_keys = getattr(self.inner, "input_keys", None)
+        if input_keys is not None:  # keyed by what the model sees: texts equal up to truncation share a vector
+            model = f"{self.inner.cache_key}|{kind}|tokens"
+            keys = list(input_keys(texts))
+        else:
+            model = f"{self.inner.cache_key}|{kind}"
+            keys = [EmbeddingCache.text_key(t) for t in texts]
         found = self.cache.get_many(model, list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
         text_of = dict(zip(keys, texts))
-        self.stats["hits"] += len(texts) - sum(1 for k in keys if k in missing)
+        self.stats["hits"] += len(texts) - len(missing)  # served without embedding (cached or repeated)
         self.stats["misses"] += len(missing)
         missing.sort(key=lambda k: len(text_of[k]))
         fn = self.inner.embed if kind == "passage" else self.inner.embed_queries

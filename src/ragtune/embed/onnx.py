@@ -98,12 +98,34 @@ class OnnxEmbedder:
             self._key = f"{self.model_id}:{_file_sha256(self.model_path)[:16]}:{self.max_tokens}"
         return self._key
 
+    def _load_tokenizer(self):
+        if self._tokenizer is None:
+            try:
+                from tokenizers import Tokenizer
+            except ImportError:
+                raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
+            tok = Tokenizer.from_file(str(self.tokenizer_path))
+            tok.enable_truncation(max_length=self.max_tokens)
+            tok.enable_padding()
+            self._tokenizer = tok
+        return self._tokenizer
+
+    def input_keys(self, texts: Sequence[str]) -> list[str]:
+        """Cache keys for passages: a hash of the token ids the model actually sees (after
+        truncation), so two texts that differ only past ``max_tokens`` share one embedding."""
+        tok = self._load_tokenizer()
+        tok.no_padding()
+        try:
+            encs = tok.encode_batch([self.passage_prefix + t for t in texts])
+        finally:
+            tok.enable_padding()
+        return [hashlib.sha256(np.asarray(e.ids, dtype=np.int32).tobytes()).hexdigest() for e in encs]
+
     def warm_up(self) -> None:
         if self._session is not None:
             return
         try:
             import onnxruntime as ort
-            from tokenizers import Tokenizer
         except ImportError:
             raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
         opts = ort.SessionOptions()
@@ -114,10 +136,7 @@ class OnnxEmbedder:
         opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
         self._session = ort.InferenceSession(str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"])
         self._inputs = {i.name for i in self._session.get_inputs()}
-        tok = Tokenizer.from_file(str(self.tokenizer_path))
-        tok.enable_truncation(max_length=self.max_tokens)
-        tok.enable_padding()
-        self._tokenizer = tok
+        self._load_tokenizer()
 
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
