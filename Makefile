@@ -17,7 +17,7 @@ $(CORE): pyproject.toml | $(PY)
 	touch $(CORE)
 
 $(ALL): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test,embed,st,ann]'
+	$(PY) -m pip install -q -e '.[test,embed,st,ann,llm]'
 	touch $(ALL) $(CORE)
 
 install: $(CORE)

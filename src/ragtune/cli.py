@@ -151,7 +151,19 @@ def cmd_eval(args: argparse.Namespace) -> int:
                          filters=filters, show_progress=True)
             rows.append(_candidate_row(n, r))
         table = rows
+    answers = _eval_answers(args, pipeline, golden, filters) if args.answers else None
     print(render_eval(result, failures=args.failures))
+    if answers:
+        m = answers["metrics"]
+        print(f"\nanswers ({answers['generator']}, top {answers['k']} contexts"
+              + (f", gate {answers['gate']:.4g}" if answers["gate"] is not None else "") + "):")
+        for key, value in m.items():
+            if value is not None:
+                print(f"  {key:<30} {value:.3f}" if isinstance(value, float) else f"  {key:<30} {value}")
+        if answers.get("judge", {}).get("usage"):
+            j = answers["judge"]
+            print(f"  judge {j['name']}: {j['usage']['calls']} calls, {j['usage']['input_tokens']} in / "
+                  f"{j['usage']['output_tokens']} out tokens, ${j['cost']:.4f}")
     if table:
         print(f"\nreranking ({args.rerank}) by number of candidates:")
         print(f"{'candidates':>10}  {'recall@5':>8}  {'mrr':>6}  {'ndcg@10':>7}  {'p50 ms':>8}  {'p95 ms':>8}")
@@ -162,9 +174,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
         data = result.to_dict()
         if table:
             data["candidates_table"] = table
+        if answers:
+            data["answers"] = answers
         _write_json(args.json, _finite(data))
         print(f"\nwrote {args.json}")
     return 0
+
+
+def _eval_answers(args: argparse.Namespace, pipeline: Pipeline, golden, filters) -> dict[str, Any] | None:
+    from .answer import answer_question, make_generator, make_judge
+    from .answer.evaluate import evaluate_answers
+
+    generator = make_generator(args.generator)
+    judge = make_judge(args.judge, **({"price_in": args.price_in, "price_out": args.price_out}
+                                      if args.judge != "heuristic" else {}))
+    if args.dry_run and hasattr(judge, "estimate"):
+        answers = [answer_question(pipeline.retriever, i.q, generator, k=args.answer_k, gate=_gate(args),
+                                   filters=filters)[0] for i in golden]
+        est = judge.estimate(answers)
+        print(f"dry run: the judge would make {est['calls']} calls, about {est['input_tokens']} input and "
+              f"{est['output_tokens']} output tokens, ${est['cost']:.4f} at the given prices")
+        raise SystemExit(0)
+    return evaluate_answers(pipeline.retriever, golden, pipeline.corpus, generator, judge=judge, k=args.answer_k,
+                            gate=_gate(args), filters=filters, show_progress=True)
 
 
 def _candidate_row(candidates: Any, result) -> dict[str, Any]:
@@ -336,7 +368,7 @@ def _load_result(path: str, config: str | None) -> tuple[dict[str, Any], str]:
         if run.exists():
             r = json.loads(run.read_text(encoding="utf-8"))
             return r["result"], r["label"]
-        return {"questions": [{**q, "answerable": True} for q in chosen["questions"]], "config": {"ks": data["ks"]},
+        return {"questions": [{"answerable": True, **q} for q in chosen["questions"]], "config": {"ks": data["ks"]},
                 "metrics": chosen["metrics"]}, chosen["label"]
     raise ConfigError(f"{path}: not an eval or sweep result")
 
@@ -352,6 +384,69 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _gate(args: argparse.Namespace):
+    from .answer import ConfidenceGate
+
+    return ConfidenceGate(args.gate) if getattr(args, "gate", None) is not None else None
+
+
+def cmd_answer(args: argparse.Namespace) -> int:
+    from .answer import answer_question, make_generator
+
+    generator = make_generator(args.generator)
+    pipeline = _pipeline(args)
+    ans, _ = answer_question(pipeline.retriever, args.query, generator, k=args.k, gate=_gate(args),
+                             filters=_filters(args))
+    if args.json:
+        print(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
+        return 0
+    if ans.outcome == "not_found":
+        why = {"gate": "retrieval confidence below the gate", "model": "the context does not contain the answer",
+               "refusal": "the model refused", "no_match": "no context sentence matches the question",
+               "no_context": "nothing was retrieved"}.get(ans.reason or "", ans.reason)
+        print(f"not found in the context ({why})")
+    else:
+        print(ans.text)
+        if ans.invalid_citations:
+            print(f"\nwarning: citation(s) to contexts that were not given: {ans.invalid_citations}")
+        print("\nsources:")
+        for c in {c.n: c for c in ans.citations if c.valid}.values():
+            print(f"  [{c.n}] {c.anchor}  (characters {c.start}-{c.end} of {c.doc_id})")
+    return 0
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from .answer import calibrate_threshold, top_score
+    from .evaluate.evaluate import covers
+
+    golden = load_golden(args.golden, split=args.split)
+    pipeline = _pipeline(args)
+    corpus = pipeline.corpus
+    filters = _filters(args)
+    answerable, unanswerable, no_evidence = [], [], []
+    for item in progress_iter(golden.items, "calibrating", enabled=True):
+        ranking = pipeline.retriever.search(item.q, k=args.k, filters=filters) if filters else \
+            pipeline.retriever.search(item.q, k=args.k)
+        score = top_score(ranking)
+        if item.answerable:
+            spans = [corpus.resolve(a) for a in item.relevant]
+            answerable.append(score)
+            no_evidence.append(not any(covers(h.chunk, s) for h in ranking.hits for s in spans))
+        else:
+            unanswerable.append(score)
+    cal = calibrate_threshold(answerable, unanswerable, no_evidence=no_evidence)
+    if args.json:
+        _write_json(args.json, {**cal.to_dict(), "config": pipeline.describe(), "k": args.k})
+    print(f"threshold {cal.threshold:.4g} on the top {pipeline.retriever.name} score "
+          f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)")
+    print(f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}")
+    print("\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):")
+    for point in cal.curve[:: max(1, len(cal.curve) // 10)]:
+        print(f"  threshold {point['threshold']:>9.4g}  coverage {point['coverage']:.2f}  risk {point['risk']:.2f}")
+    print(f"\nuse it: ragtune answer ... --gate {cal.threshold:.4g}   (valid for this retrieval configuration only)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
@@ -364,6 +459,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--k", type=_int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
     p.add_argument("--depth", type=int, default=100, help="chunks retrieved per question (default 100)")
     p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist sizes to compare, e.g. 20,50,100")
+    a = p.add_argument_group("answers")
+    a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
+    a.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
+    a.add_argument("--judge", default="heuristic", help="heuristic (offline), openai:<model> or anthropic:<model>")
+    a.add_argument("--answer-k", type=int, default=5, dest="answer_k", help="contexts per answer (default 5)")
+    a.add_argument("--gate", type=float, help="abstain below this top retrieval score (see calibrate)")
+    a.add_argument("--price-in", type=float, default=0.0, dest="price_in", help="LLM judge: $ per million input tokens")
+    a.add_argument("--price-out", type=float, default=0.0, dest="price_out", help="LLM judge: $ per million output tokens")
+    a.add_argument("--dry-run", action="store_true", dest="dry_run", help="with an LLM judge: estimate calls, tokens and cost, then stop")
     p.add_argument("--failures", type=int, default=5, help="worst failures to print (default 5)")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.set_defaults(func=cmd_eval)
@@ -382,6 +486,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--doc", default=None, help="only this document")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_anchors)
+
+    p = sub.add_parser("answer", help="answer a question from the corpus, with citations")
+    _add_pipeline_args(p)
+    p.add_argument("query")
+    p.add_argument("-k", type=int, default=5, help="contexts given to the generator (default 5)")
+    p.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
+    p.add_argument("--gate", type=float, help="answer not_found below this top retrieval score (see calibrate)")
+    p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_answer)
+
+    p = sub.add_parser("calibrate", help="pick the abstention threshold from a golden set")
+    _add_pipeline_args(p)
+    p.add_argument("--golden", required=True)
+    p.add_argument("--split", default=None)
+    p.add_argument("-k", type=int, default=5, help="contexts an answer would use (default 5)")
+    p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
+    p.add_argument("--json", metavar="FILE", help="write the calibration and its curve as JSON")
+    p.set_defaults(func=cmd_calibrate)
 
     p = sub.add_parser("sweep", help="run a grid of chunking x retrieval configurations")
     p.add_argument("--corpus", required=True)

@@ -142,7 +142,8 @@ def _load_yaml(path: Path) -> GoldenSet:
 
 
 def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
-    """Queries with at least one positive judgement in ``qrels/<split>.tsv``."""
+    """Queries with at least one positive judgement in ``qrels/<split>.tsv``; when the folder holds a
+    ``labels.jsonl`` whose entries say ``"answerable": false``, those queries join as unanswerable."""
     base = Path(root)
     qrels_path = base / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
@@ -174,6 +175,12 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
     if missing:
         raise GoldenSetError(f"{qrels_path}: {len(missing)} query id(s) not in queries.jsonl, e.g. {missing[0]!r}")
     items = [GoldenItem(id=qid, q=queries[qid], relevant=grades) for qid, grades in rel.items()]
+    labels = base / "labels.jsonl"
+    if labels.is_file():  # e.g. SQuAD 2.0: questions marked "answerable": false become unanswerable items
+        for lineno, obj in iter_jsonl(labels):
+            qid = str(obj.get("_id"))
+            if obj.get("answerable") is False and qid in queries and qid not in rel:
+                items.append(GoldenItem(id=qid, q=queries[qid], relevant={}, tags=("unanswerable",)))
     return GoldenSet(items, source=f"{base} ({split})")
 
 

@@ -64,3 +64,16 @@ def test_yaml_grid(tmp_path):
     path.write_text("metric: ndcg@10\nbaseline: {chunker: section}\ngrid:\n  chunker: [section, document]\n")
     g = load_grid(path)
     assert g.metric == "ndcg@10" and len(g.specs) == 2
+
+
+def test_defaults_are_the_same_configuration_and_labels_show_retriever_options():
+    from ragtune.sweep import RunSpec
+
+    a = RunSpec.from_flags({"chunker": "fixed", "size": 256, "overlap": 32, "retriever": "bm25", "k1": 1.5})
+    b = RunSpec.from_flags({"chunker": "fixed"})
+    assert a.key == b.key
+    c = RunSpec.from_flags({"chunker": "fixed", "retriever": "hybrid", "k1": 1.2, "rrf_k": 10})
+    assert "k1=1.2" in c.label and "rrf_k=10" in c.label
+    sem = RunSpec.from_flags({"chunker": "semantic", "embedder": "e5-small", "overlap": 64})
+    assert dict(sem.chunker_options) == {"embedder": "e5-small"}  # overlap dropped, the embedder reaches the chunker
+    sem.validate()

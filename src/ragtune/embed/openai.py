@@ -8,23 +8,18 @@ exponential backoff on 429 and 5xx (honouring ``Retry-After``).
 
 from __future__ import annotations
 
-import json
 import os
-import time
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 
 import numpy as np
 
-from ..errors import ConfigError, RagtuneError
+from ..errors import ConfigError
+from ..http import APIError, JSONClient
 from .base import l2_normalize
 
 __all__ = ["OpenAIEmbedder", "EmbeddingAPIError"]
 
-
-class EmbeddingAPIError(RagtuneError, RuntimeError):
-    """The embeddings API failed after retries, or answered something unusable."""
+EmbeddingAPIError = APIError  # the error an embeddings call raises after retries
 
 
 class OpenAIEmbedder:
@@ -37,12 +32,17 @@ class OpenAIEmbedder:
         self.model_id = f"openai:{model}@{self.base_url}"
         self._dim = dim
         self.batch_size = batch_size
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.backoff = backoff
         self.max_tokens = max_tokens
-        self.requests = 0
-        self.retries = 0
+        self._client = JSONClient(self.base_url, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
+                                  backoff=backoff)
+
+    @property
+    def requests(self) -> int:
+        return self._client.requests
+
+    @property
+    def retries(self) -> int:
+        return self._client.retries
 
     @property
     def cache_key(self) -> str:
@@ -55,41 +55,16 @@ class OpenAIEmbedder:
         return self._dim
 
     def _post(self, texts: list[str]) -> list[list[float]]:
-        body = json.dumps({"model": self.model, "input": texts, "encoding_format": "float"}).encode()
-        headers = {"Content-Type": "application/json"}
-        key = os.environ.get(self.api_key_env)
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        url = f"{self.base_url}/embeddings"
-        last = ""
-        for attempt in range(self.max_retries + 1):
-            self.requests += 1
-            req = urllib.request.Request(url, data=body, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=self.timeout) as resp:
-                    payload = json.loads(resp.read().decode("utf-8"))
-                data = sorted(payload["data"], key=lambda d: d["index"])
-                if len(data) != len(texts):
-                    raise EmbeddingAPIError(f"{url} returned {len(data)} embeddings for {len(texts)} inputs")
-                return [d["embedding"] for d in data]
-            except urllib.error.HTTPError as e:
-                detail = e.read().decode("utf-8", "replace")[:200]
-                last = f"HTTP {e.code}: {detail}"
-                if e.code == 401 or e.code == 403:
-                    raise EmbeddingAPIError(f"{url}: {last}; set {self.api_key_env} to a valid key") from None
-                if e.code != 429 and e.code < 500:
-                    raise EmbeddingAPIError(f"{url}: {last}") from None
-                wait = e.headers.get("Retry-After") if e.headers else None
-                delay = float(wait) if wait and wait.replace(".", "", 1).isdigit() else self.backoff * 2 ** attempt
-            except (urllib.error.URLError, TimeoutError, OSError) as e:
-                last = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
-                delay = self.backoff * 2 ** attempt
-            except (KeyError, TypeError, ValueError) as e:
-                raise EmbeddingAPIError(f"{url}: unexpected response ({e}); is this an OpenAI-compatible server?") from None
-            if attempt < self.max_retries:
-                self.retries += 1
-                time.sleep(min(delay, 30.0))
-        raise EmbeddingAPIError(f"{url}: giving up after {self.max_retries + 1} attempts; last error {last}")
+        self._client.api_key = os.environ.get(self.api_key_env)
+        payload = self._client.post("embeddings", {"model": self.model, "input": texts, "encoding_format": "float"})
+        try:
+            data = sorted(payload["data"], key=lambda d: d["index"])
+            vectors = [d["embedding"] for d in data]
+        except (KeyError, TypeError) as e:
+            raise APIError(f"{self.base_url}/embeddings: unexpected response ({e}); is this an OpenAI-compatible server?") from None
+        if len(vectors) != len(texts):
+            raise APIError(f"{self.base_url}/embeddings returned {len(vectors)} embeddings for {len(texts)} inputs")
+        return vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:

@@ -64,6 +64,13 @@ def _norm_key(key: str) -> str:
     return ALIASES.get(k, k)
 
 
+RETRIEVER_DEFAULTS = {"k1": 1.5, "b": 0.75, "rrf_k": 60, "fusion_depth": 50, "ann": False, "weights": None}
+
+
+def _chunker_defaults(name: str) -> dict[str, Any]:
+    return {f.name: f.default for f in dataclasses.fields(CHUNKERS[name][0])}
+
+
 def _chunker_fields(name: str) -> set[str]:
     """The grid keys a chunker takes (semantic chunks never overlap, so it takes no overlap)."""
     config_cls = CHUNKERS[name][0]
@@ -97,12 +104,17 @@ class RunSpec:
         if chunker != "auto" and chunker not in CHUNKERS:
             raise ConfigError(f"unknown chunker {chunker!r}; choose one of: auto, {', '.join(CHUNKERS)}")
         takes = _chunker_fields(chunker) if chunker != "auto" else set()
-        copts = tuple(sorted((k, f[k]) for k in CHUNKER_KEYS if k in f and k in takes))
+        defaults = _chunker_defaults(chunker) if chunker != "auto" else {}
+        # an option set to its default is the same configuration as the option left out
+        copts = tuple(sorted((k, f[k]) for k in CHUNKER_KEYS if k in f and k in takes and f[k] != defaults.get(k)))
+        if chunker == "semantic" and f.get("embedder", "minilm") != "minilm":
+            copts = tuple(sorted((*copts, ("embedder", f["embedder"]))))
         retriever = f.get("retriever", "bm25")
         if retriever not in RETRIEVER_TAKES:
             raise ConfigError(f"unknown retriever {retriever!r}; choose one of: {', '.join(RETRIEVER_TAKES)}")
         ropts = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in f.items()
-                             if k in RETRIEVER_KEYS and k in RETRIEVER_TAKES[retriever]))
+                             if k in RETRIEVER_KEYS and k in RETRIEVER_TAKES[retriever]
+                             and v != RETRIEVER_DEFAULTS.get(k)))
         uses_embedder = retriever in ("dense", "hybrid") or chunker == "semantic"
         rerank = f.get("rerank") or None
         return cls(
@@ -153,6 +165,7 @@ class RunSpec:
         if prefix:
             parts.append("prefix")
         parts.append(d["retriever"])
+        parts += [f"{k}={d[k]}" for k in RETRIEVER_KEYS if k in d]
         if self.rerank:
             parts.append(f"+{self.rerank}@{self.candidates}")
         return " ".join(str(p) for p in parts)

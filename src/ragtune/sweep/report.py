@@ -29,7 +29,8 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     configs = []
     for r in ranked:
         res = r["result"]
-        entry = {"key": r["key"], "label": r["label"], "spec": r["spec"], "metrics": res["metrics"],
+        entry = {"key": r["key"], "label": r["label"], "spec": {**r["spec"], **{k: v for k, v in (r.get("chunker_config") or {}).items() if k in ("size", "overlap")}},
+                 "metrics": res["metrics"],
                  "stats": r["stats"], "vs": r.get("vs_baseline")}
         if r["key"] in detail_keys:
             entry["questions"] = [

@@ -77,8 +77,9 @@ class SweepResult:
                 cmp = f"{vs['delta']:+.3f} (p={vs['p_holm']:.3g}) {vs['wins']}/{vs['ties']}/{vs['losses']}"
             else:
                 cmp = ""
-            size = spec.get("size", "-")
-            overlap = spec.get("overlap", "-")
+            full = r.get("chunker_config", spec)
+            size = full.get("size", "-")
+            overlap = full.get("overlap", "-")
             values = "".join(f"{self.value(r, c):>11.3f}" for c in cols)
             lines.append(f"{n:>3} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
                          f"{retr:<18}{values}{r['stats']['latency_ms']['p95']:>8.1f}  {cmp}")
@@ -89,11 +90,12 @@ def _public(r: dict) -> dict:
     """A record for results.json: config, metrics, stats, comparison and per-question scores."""
     res = r["result"]
     return {
-        "key": r["key"], "label": r["label"], "config": r["spec"], "metrics": res["metrics"],
+        "key": r["key"], "label": r["label"], "config": r["spec"], "chunker_config": r.get("chunker_config"),
+        "metrics": res["metrics"],
         "by_tag": res.get("by_tag", {}), "stats": r["stats"], "latency_ms": res.get("latency_ms", {}),
         "vs_baseline": r.get("vs_baseline"),
-        "questions": [{"id": q["id"], "first_hit_rank": q["first_hit_rank"], "scores": q["scores"]}
-                      for q in res["questions"]],
+        "questions": [{"id": q["id"], "answerable": q["answerable"], "first_hit_rank": q["first_hit_rank"],
+                       "scores": q["scores"]} for q in res["questions"]],
     }
 
 

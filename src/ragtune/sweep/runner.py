@@ -209,6 +209,7 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
         "key": spec.key,
         "label": label,
         "spec": spec.to_dict(),
+        "chunker_config": {"name": chunker.name, **(chunker.config.to_dict() if getattr(chunker, "config", None) else {})},
         "stats": {
             "chunks": len(chunks),
             "parents": len(parents),

@@ -1,0 +1,60 @@
+"""Answers from retrieved context only, with citations and an explicit "not found"; abstention and judging."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ..errors import ConfigError
+from .base import NOT_FOUND, Answer, Citation, Generator, build_prompt, parse_answer
+from .extractive import ExtractiveGenerator
+from .gate import Calibration, ConfidenceGate, calibrate_threshold, top_score
+from .judge import HeuristicJudge, LLMJudge, parse_judge_json
+
+__all__ = ["NOT_FOUND", "Answer", "Calibration", "Citation", "ConfidenceGate", "ExtractiveGenerator", "Generator",
+           "HeuristicJudge", "LLMJudge", "answer_question", "build_prompt", "calibrate_threshold", "make_generator",
+           "make_judge", "parse_answer", "parse_judge_json", "top_score"]
+
+GENERATORS = ("extractive", "anthropic[:model]", "openai:<model>")
+
+
+def make_generator(name: str = "extractive") -> Generator:
+    """``extractive`` (offline), ``anthropic`` / ``anthropic:<model>``, ``openai:<model>``."""
+    if name == "extractive":
+        return ExtractiveGenerator()
+    kind, _, model = name.partition(":")
+    if kind == "anthropic":
+        from .llm import AnthropicGenerator
+
+        return AnthropicGenerator(model) if model else AnthropicGenerator()
+    if kind == "openai" and model:
+        from .llm import OpenAIChatGenerator
+
+        return OpenAIChatGenerator(model)
+    raise ConfigError(f"unknown generator {name!r}; choose one of: {', '.join(GENERATORS)}")
+
+
+def make_judge(name: str = "heuristic", **options: Any):
+    """``heuristic`` (offline, lexical) or ``openai:<model>`` / ``anthropic:<model>`` (LLM judge)."""
+    if name == "heuristic":
+        return HeuristicJudge()
+    kind, _, model = name.partition(":")
+    if kind in ("openai", "anthropic") and model:
+        return LLMJudge(kind, model, **options)
+    raise ConfigError(f"unknown judge {name!r}; choose heuristic, openai:<model> or anthropic:<model>")
+
+
+def answer_question(retriever, question: str, generator: Generator, *, k: int = 5, gate: ConfidenceGate | None = None,
+                    filters: Any = None) -> tuple[Answer, Any]:
+    """Retrieve ``k`` chunks and answer from them; below the gate's threshold, answer not_found
+    without generating. Returns (answer, ranking)."""
+    if not question.strip():
+        raise ConfigError("empty question")
+    t0 = time.perf_counter()
+    ranking = retriever.search(question, k=k, filters=filters) if filters is not None else retriever.search(question, k=k)
+    contexts = tuple(h.chunk for h in ranking.hits)
+    if gate is not None and not gate.allows(ranking):
+        return Answer(question, NOT_FOUND, "not_found", (), contexts, generator.name, "gate",
+                      latency_s=time.perf_counter() - t0), ranking
+    ans = generator.generate(question, contexts)
+    return ans, ranking
