@@ -439,7 +439,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         _write_json(args.json, {**cal.to_dict(), "config": pipeline.describe(), "k": args.k})
     print(f"threshold {cal.threshold:.4g} on the top {pipeline.retriever.name} score "
           f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)")
-    print(f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}")
+    print(f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}  "
+          f"(answerable questions refused: {cal.false_abstention:.3f})")
+    print(f"separation AUC {cal.auc:.3f} (0.5 = the top score cannot tell answerable from unanswerable)")
     print("\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):")
     for point in cal.curve[:: max(1, len(cal.curve) // 10)]:
         print(f"  threshold {point['threshold']:>9.4g}  coverage {point['coverage']:.2f}  risk {point['risk']:.2f}")

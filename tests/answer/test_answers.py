@@ -46,9 +46,14 @@ def test_extractive_quotes_and_cites_or_says_not_found():
 
 def test_gate_and_calibration():
     cal = calibrate_threshold([5.0, 6.0, 7.0, 2.5], [1.0, 2.0, 3.0], no_evidence=[False, False, False, True])
-    # abstain below 3.0... the best F1 cut keeps 2 of 3 unanswerable with no false abstention, or all 3 with one
-    assert cal.threshold in (3.0, 5.0)
-    assert (cal.precision, cal.recall) in ((1.0, 2 / 3), (0.75, 1.0))
+    # balanced: refusing below 3.0 catches 2/3 unanswerable and refuses no answerable one (J = 0.667);
+    # below 5.0 catches 3/3 but refuses 1/4 answerable (J = 0.75): the larger J wins
+    assert cal.threshold == 5.0 and (cal.precision, cal.recall) == (0.75, 1.0)
+    assert cal.false_abstention == 0.25
+    assert cal.auc == pytest.approx(11 / 12)  # 11 of 12 (unanswerable, answerable) pairs ordered right
+    # F1 objective on balanced classes would refuse everything; balanced does not
+    degenerate = calibrate_threshold([1.0, 2.0, 3.0, 4.0], [1.5, 2.5, 3.5, 4.5])
+    assert degenerate.false_abstention < 1.0
     assert cal.curve[0]["coverage"] == 1.0 and cal.curve[0]["risk"] == pytest.approx(4 / 7)
     with pytest.raises(ValueError, match="unanswerable"):
         calibrate_threshold([1.0], [])

@@ -42,6 +42,9 @@ class Calibration:
     f1: float
     n_answerable: int
     n_unanswerable: int
+    objective: str = "balanced"
+    false_abstention: float = 0.0  # share of answerable questions the gate would refuse
+    auc: float = 0.5  # P(an unanswerable question scores below an answerable one): 0.5 = the score cannot tell them apart
     curve: list[dict[str, float]] = field(default_factory=list)  # threshold, coverage, risk
 
     def to_dict(self) -> dict[str, Any]:
@@ -59,9 +62,28 @@ def abstention_scores(threshold: float, answerable: np.ndarray, unanswerable: np
     return p, r, f
 
 
+def _auc(answerable: np.ndarray, unanswerable: np.ndarray) -> float:
+    """Mann-Whitney AUC that a random unanswerable question scores below a random answerable one."""
+    both = np.concatenate([unanswerable, answerable])
+    ranks = np.empty(both.size)
+    order = np.argsort(both, kind="mergesort")
+    ranks[order] = np.arange(1, both.size + 1)
+    for v in np.unique(both):  # average ranks of ties
+        tie = both == v
+        ranks[tie] = ranks[tie].mean()
+    r_ans = ranks[unanswerable.size:].sum()
+    n_a, n_u = answerable.size, unanswerable.size
+    return float((r_ans - n_a * (n_a + 1) / 2) / (n_a * n_u))
+
+
 def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[float], *,
-                        no_evidence: Sequence[bool] | None = None) -> Calibration:
-    """The threshold that maximises abstention F1, plus a coverage-vs-risk curve.
+                        no_evidence: Sequence[bool] | None = None, objective: str = "balanced") -> Calibration:
+    """The threshold that best separates the two kinds of question, plus a coverage-vs-risk curve.
+
+    ``objective="balanced"`` (default) maximises recall on unanswerable questions
+    minus the share of answerable questions refused (Youden's J): unlike F1 it
+    never rewards refusing everything when half the questions are unanswerable.
+    ``objective="f1"`` maximises abstention F1.
 
     ``no_evidence`` (aligned with ``answerable``) marks answerable questions whose
     retrieved context holds no relevant anchor; answering those is a risk too.
@@ -77,8 +99,16 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
     finite = np.concatenate([a, u])
     finite = finite[np.isfinite(finite)]
     candidates = np.unique(np.concatenate([finite, [np.inf]])) if finite.size else np.array([np.inf])
-    best = max(candidates, key=lambda t: (abstention_scores(t, a, u)[2], -t))
+    if objective not in ("balanced", "f1"):
+        raise ConfigError(f"objective {objective!r}: choose balanced or f1")
+
+    def goal(t: float) -> float:
+        p_, r_, f_ = abstention_scores(t, a, u)
+        return f_ if objective == "f1" else r_ - float(np.mean(a < t))
+
+    best = max(candidates, key=lambda t: (goal(t), -t))
     p, r, f = abstention_scores(best, a, u)
+    auc = _auc(np.where(np.isfinite(a), a, -1e300), np.where(np.isfinite(u), u, -1e300))
     curve = []
     for t in np.unique(np.quantile(finite, np.linspace(0, 1, 41))) if finite.size else []:
         answered_a = a >= t
@@ -87,4 +117,4 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
         bad = int(answered_u.sum() + (answered_a & ne).sum())
         curve.append({"threshold": float(t), "coverage": n_answered / (a.size + u.size),
                       "risk": bad / n_answered if n_answered else 0.0})
-    return Calibration(float(best), p, r, f, int(a.size), int(u.size), curve)
+    return Calibration(float(best), p, r, f, int(a.size), int(u.size), objective, float(np.mean(a < best)), auc, curve)
