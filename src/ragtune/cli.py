@@ -40,7 +40,9 @@ def _int_list(text: str) -> list[int]:
 
 
 def _add_pipeline_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--corpus", required=True, help="markdown/text folder, BEIR folder or corpus.jsonl")
+    p.add_argument("--corpus", help="markdown/text folder, BEIR folder or corpus.jsonl")
+    p.add_argument("--store", help="an index store: use its current version (or --version) instead of --corpus")
+    p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
     _add_chunker_args(p)
     r = p.add_argument_group("retrieval")
     r.add_argument("--retriever", default="bm25", choices=RETRIEVERS, help="bm25 (default), dense or hybrid (RRF)")
@@ -104,6 +106,24 @@ def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _pipeline(args: argparse.Namespace, *, candidates: int = 50) -> Pipeline:
+    if getattr(args, "store", None):
+        if args.corpus:
+            raise ConfigError("give --corpus or --store, not both")
+        given = [f"--{k.replace('_', '-')}" for k in (*CHUNK_OPTIONS, "k1", "b", "rrf_k", "depth_fuse", "weights", "ann")
+                 if getattr(args, k, None) is not None]
+        if args.chunker != "auto" or args.prefix is not None or args.retriever != "bm25" or given:
+            raise ConfigError("with --store, chunking and retrieval come from the stored version; drop "
+                              + (", ".join(given) or "--chunker/--prefix/--retriever"))
+        from .store import IndexStore, load_pipeline
+
+        p = load_pipeline(IndexStore(args.store), args.store_version, show_progress=True)
+        if args.rerank:
+            from .pipeline import build_reranker
+
+            p = p.with_reranker(build_reranker(args.rerank, args.rerank_model), candidates)
+        return p
+    if not args.corpus:
+        raise ConfigError("--corpus is required (or --store for a built index)")
     corpus = load_corpus(args.corpus)
     return Pipeline.build(corpus, chunker=args.chunker, prefix=args.prefix, retriever=args.retriever,
                           retriever_options=_retriever_options(args), chunker_options=_chunker_options(args),
@@ -449,6 +469,111 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _index_config(args: argparse.Namespace):
+    from .store import IndexConfig
+
+    flags: dict[str, Any] = {}
+    if args.config:
+        from pathlib import Path
+
+        import tomllib
+
+        import yaml
+
+        path = Path(args.config)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as e:
+            raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
+        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        if not isinstance(data, dict):
+            raise ConfigError(f"{path}: expected a table of eval flag names, e.g. chunker = \"markdown\"")
+        flags.update(data)
+    for k in ("chunker", "prefix", "retriever", "embedder", *CHUNK_OPTIONS, "k1", "b", "rrf_k", "weights", "ann"):
+        v = getattr(args, k, None)
+        if v is not None and not (k == "chunker" and v == "auto" and "chunker" in flags) \
+                and not (k == "retriever" and v == "bm25" and "retriever" in flags):
+            flags[k] = v
+    if getattr(args, "depth_fuse", None) is not None:
+        flags["fusion_depth"] = args.depth_fuse
+    return IndexConfig.from_flags(flags)
+
+
+def _version_line(v, current: str | None) -> str:
+    m = v.manifest
+    emb = (m.get("embedding") or {}).get("model", "-")
+    mark = "*" if v.id == current else " "
+    return (f"{mark} {v.id}  {m['created']}  {m['corpus']['documents']:>6} docs {m['chunks']:>7} chunks  "
+            f"{m['config']['chunker']}/{m['config']['retriever']}  {emb}  build {m['build_s']:.1f}s")
+
+
+def cmd_index(args: argparse.Namespace) -> int:
+    from .store import IndexStore, build_version, migrate, refresh_version
+
+    store = IndexStore(args.store)
+    op = args.index_command
+    if op == "build":
+        corpus = load_corpus(args.corpus)
+        v = build_version(store, corpus, _index_config(args), promote=True if args.promote else None,
+                          show_progress=True)
+        print(f"built {v.id}: {v.manifest['chunks']} chunks from {v.manifest['corpus']['documents']} documents in "
+              f"{v.manifest['build_s']:.1f} s; current: {store.current_id()}")
+    elif op == "refresh":
+        corpus = load_corpus(args.corpus)
+        v, st = refresh_version(store, corpus, promote=not args.no_promote, show_progress=True)
+        print(f"refreshed into {v.id} (from {v.manifest['parent_version']}): {len(st['added'])} added, "
+              f"{len(st['changed'])} changed, {len(st['removed'])} removed; {st['chunks_new']} chunks new, "
+              f"{st['chunks_reused']} reused, {st.get('texts_embedded', 0)} texts embedded, {v.manifest['build_s']:.2f} s; "
+              f"current: {store.current_id()}")
+    elif op == "list":
+        versions = store.list()
+        if args.json:
+            print(json.dumps([{"id": v.id, "current": v.id == store.current_id(), **v.manifest} for v in versions],
+                             indent=2, default=str))
+        else:
+            cur = store.current_id()
+            for v in versions:
+                print(_version_line(v, cur))
+            if not versions:
+                print(f"no versions in {args.store}")
+    elif op == "show":
+        v = store.get(args.version)
+        m = dict(v.manifest)
+        m["documents"] = f"{len(m['documents'])} documents (content hashes in manifest.json)"
+        print(json.dumps(m, indent=2, default=str))
+    elif op == "diff":
+        d = store.diff(args.a, args.b)
+        if args.json:
+            print(json.dumps(d, indent=2, default=str))
+        else:
+            print(f"{d['from']} -> {d['to']}: {len(d['added'])} added, {len(d['changed'])} changed, "
+                  f"{len(d['removed'])} removed documents")
+            for k in ("added", "changed", "removed"):
+                for doc in d[k][:20]:
+                    print(f"  {k[0].upper()} {doc}")
+            for k, ch in d["config"].items():
+                print(f"  config {k}: {ch['from']!r} -> {ch['to']!r}")
+            if d["embedding"]:
+                print(f"  embedding: {d['embedding']['from']} -> {d['embedding']['to']}")
+    elif op == "promote":
+        v = store.promote(args.version)
+        print(f"current: {v.id}")
+    elif op == "rollback":
+        v = store.rollback()
+        print(f"rolled back; current: {v.id}")
+    elif op == "gc":
+        removed = store.gc(args.keep)
+        print(f"removed {len(removed)} version(s): {', '.join(removed) or '-'}")
+    elif op == "migrate":
+        golden = load_golden(args.golden, split=args.split)
+        r = migrate(store, args.embedder, golden, max_drop=args.max_drop, metric=args.metric, show_progress=True)
+        print(r["text"])
+        verdict = "promoted" if r["promoted"] else f"NOT promoted (drop larger than {args.max_drop})"
+        print(f"\ngreen {r['green']} {verdict}; blue {r['blue']} kept for rollback; current: {store.current_id()}")
+        return 0 if r["promoted"] else 1
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
@@ -507,6 +632,52 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
     p.add_argument("--json", metavar="FILE", help="write the calibration and its curve as JSON")
     p.set_defaults(func=cmd_calibrate)
+
+    ix = sub.add_parser("index", help="build and operate a versioned index store")
+    isub = ix.add_subparsers(dest="index_command", required=True)
+    p = isub.add_parser("build", help="build a new immutable version")
+    p.add_argument("--store", required=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--config", help="TOML/YAML with eval flag names (chunker, size, retriever, embedder, ...)")
+    _add_chunker_args(p)
+    p.add_argument("--retriever", choices=RETRIEVERS, default=None)
+    p.add_argument("--k1", type=float)
+    p.add_argument("--b", type=float)
+    p.add_argument("--rrf-k", type=int, dest="rrf_k")
+    p.add_argument("--fusion-depth", type=int, dest="depth_fuse")
+    p.add_argument("--weights", type=_float_list)
+    p.add_argument("--ann", action="store_true", default=None)
+    p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
+    p = isub.add_parser("refresh", help="new version re-chunking and re-embedding only changed documents")
+    p.add_argument("--store", required=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--no-promote", action="store_true", dest="no_promote")
+    for name, helptext in (("list", "list versions (* = current)"), ("rollback", "back to the previous promoted version")):
+        p = isub.add_parser(name, help=helptext)
+        p.add_argument("--store", required=True)
+        p.add_argument("--json", action="store_true")
+    p = isub.add_parser("show", help="a version's manifest")
+    p.add_argument("--store", required=True)
+    p.add_argument("version", nargs="?")
+    p = isub.add_parser("diff", help="documents and configuration changed between two versions")
+    p.add_argument("--store", required=True)
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true")
+    p = isub.add_parser("promote", help="make a version current (atomically)")
+    p.add_argument("--store", required=True)
+    p.add_argument("version")
+    p = isub.add_parser("gc", help="delete old versions")
+    p.add_argument("--store", required=True)
+    p.add_argument("--keep", type=int, required=True)
+    p = isub.add_parser("migrate", help="blue/green: new embedder, evaluated, promoted only if not worse")
+    p.add_argument("--store", required=True)
+    p.add_argument("--embedder", required=True)
+    p.add_argument("--golden", required=True)
+    p.add_argument("--split", default=None)
+    p.add_argument("--max-drop", type=float, default=0.01, dest="max_drop")
+    p.add_argument("--metric", default="recall@10")
+    ix.set_defaults(func=cmd_index)
 
     p = sub.add_parser("sweep", help="run a grid of chunking x retrieval configurations")
     p.add_argument("--corpus", required=True)

@@ -29,13 +29,15 @@ class SizedConfig(Config):
     """Options shared by the size-bounded strategies; sizes are in tokens."""
 
     size: int = 256
-    overlap: int = 32
+    overlap: int | None = None  # None: an eighth of the size (32 for 256)
     prefix: bool = False
     tokenizer: str = "regex"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__
         check_range(owner, "size", self.size, lo=1, integer=True)
+        if self.overlap is None:
+            object.__setattr__(self, "overlap", self.size // 8)
         check_range(owner, "overlap", self.overlap, lo=0, integer=True)
         if self.overlap >= self.size:
             raise ConfigError(f"{owner}: overlap={self.overlap} must be smaller than size={self.size}")

@@ -67,8 +67,23 @@ def _norm_key(key: str) -> str:
 RETRIEVER_DEFAULTS = {"k1": 1.5, "b": 0.75, "rrf_k": 60, "fusion_depth": 50, "ann": False, "weights": None}
 
 
-def _chunker_defaults(name: str) -> dict[str, Any]:
-    return {f.name: f.default for f in dataclasses.fields(CHUNKERS[name][0])}
+def _without_defaults(chunker: str, options: dict[str, Any]) -> dict[str, Any]:
+    """Drop the options whose value is what the chunker would use anyway, so that an option set to
+    its default and the option left out are the same configuration (and get the same key)."""
+    cls = CHUNKERS[chunker][0]
+    try:
+        full = cls(**options).to_dict()
+    except (ConfigError, TypeError):
+        return options  # invalid: validate() reports it
+    kept = {}
+    for k, v in options.items():
+        try:
+            same = cls(**{o: w for o, w in options.items() if o != k}).to_dict() == full
+        except (ConfigError, TypeError):
+            same = False
+        if not same:
+            kept[k] = v
+    return kept
 
 
 def _chunker_fields(name: str) -> set[str]:
@@ -104,9 +119,8 @@ class RunSpec:
         if chunker != "auto" and chunker not in CHUNKERS:
             raise ConfigError(f"unknown chunker {chunker!r}; choose one of: auto, {', '.join(CHUNKERS)}")
         takes = _chunker_fields(chunker) if chunker != "auto" else set()
-        defaults = _chunker_defaults(chunker) if chunker != "auto" else {}
-        # an option set to its default is the same configuration as the option left out
-        copts = tuple(sorted((k, f[k]) for k in CHUNKER_KEYS if k in f and k in takes and f[k] != defaults.get(k)))
+        given = {k: f[k] for k in CHUNKER_KEYS if k in f and k in takes}
+        copts = tuple(sorted(_without_defaults(chunker, given).items()))
         if chunker == "semantic" and f.get("embedder", "minilm") != "minilm":
             copts = tuple(sorted((*copts, ("embedder", f["embedder"]))))
         retriever = f.get("retriever", "bm25")

@@ -1,0 +1,8 @@
+"""The index as a deployable artifact: immutable versions, an atomic "current" pointer, refresh, rollback,
+blue/green embedding migration."""
+
+from .build import build_version, load_pipeline, migrate, refresh_version
+from .store import IndexConfig, IndexStore, StoreError, VersionInfo
+
+__all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "build_version", "load_pipeline", "migrate",
+           "refresh_version"]

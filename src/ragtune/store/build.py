@@ -1,0 +1,196 @@
+"""Building, refreshing, loading and migrating store versions."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from ..chunking import chunk_corpus
+from ..corpus.corpus import Corpus
+from ..golden import GoldenSet
+from ..pipeline import Pipeline, default_chunker
+from ..retrieve.bm25 import BM25Config, BM25Retriever
+from ..retrieve.dense import DenseRetriever
+from ..retrieve.fusion import HybridRetriever
+from ..types import Chunk, Document
+from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
+
+__all__ = ["build_version", "refresh_version", "load_pipeline", "migrate"]
+
+
+def _chunk_docs(chunker, docs) -> tuple[list[Chunk], list[Chunk]]:
+    chunks: list[Chunk] = []
+    parents: list[Chunk] = []
+    for d in docs:
+        if hasattr(chunker, "chunk_with_parents"):
+            ps, cs = chunker.chunk_with_parents(d)
+            parents.extend(ps)
+            chunks.extend(cs)
+        else:
+            chunks.extend(chunker.chunk(d))
+    return chunks, parents
+
+
+def _embedder(name: str, show_progress: bool):
+    from ..embed import CachedEmbedder, get_embedder
+
+    return CachedEmbedder(get_embedder(name), show_progress=show_progress)
+
+
+def _embedding_info(emb) -> dict[str, Any]:
+    return {"model": emb.model_id, "key": emb.cache_key, "dim": int(emb.dim)}
+
+
+def build_version(store: IndexStore, corpus: Corpus, config: IndexConfig, *, promote: bool | None = None,
+                  show_progress: bool = False) -> VersionInfo:
+    """Chunk and embed ``corpus`` into a new version. With ``promote=None`` the first version of a
+    store becomes current; later ones wait for ``promote``."""
+    t0 = time.perf_counter()
+    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
+    config = replace(config, chunker=chunker.name, prefix=getattr(chunker.config, "prefix", config.prefix))
+    chunks, parents = _chunk_docs(chunker, corpus)
+    if not chunks:
+        raise StoreError("the corpus produced no chunks: nothing to index")
+    vectors = embedding = None
+    stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
+    if config.uses_vectors:
+        emb = _embedder(config.embedder, show_progress)
+        vectors = emb.embed([c.embed_text for c in chunks])
+        embedding = _embedding_info(emb)
+        stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
+    v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats)
+    if promote or (promote is None and store.current_id() is None):
+        store.promote(v.id)
+    return v
+
+
+def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, show_progress: bool = False) -> tuple[VersionInfo, dict[str, Any]]:
+    """A new version from the current one: only added and changed documents are chunked and embedded."""
+    t0 = time.perf_counter()
+    old = store.get()
+    config = IndexConfig.from_dict(old.manifest["config"])
+    config = replace(config, embedder=config.embedder or "minilm")
+    old_hashes: Mapping[str, str] = old.manifest["documents"]
+    new_hashes = {d.id: doc_hash(d) for d in corpus}
+    added = [d for d in corpus if d.id not in old_hashes]
+    changed = [d for d in corpus if d.id in old_hashes and old_hashes[d.id] != new_hashes[d.id]]
+    removed = sorted(set(old_hashes) - set(new_hashes))
+    redo = {d.id for d in added + changed}
+
+    old_chunks, old_parents = store.chunks(old.id)
+    old_vectors = store.vectors(old.id)
+    row_of = {c.id: i for i, c in enumerate(old_chunks)}
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in old_chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    parents_by_doc: dict[str, list[Chunk]] = {}
+    for p in old_parents:
+        parents_by_doc.setdefault(p.doc_id, []).append(p)
+
+    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
+    new_chunks, new_parents = _chunk_docs(chunker, [d for d in corpus if d.id in redo])
+    fresh_by_doc: dict[str, list[Chunk]] = {}
+    for c in new_chunks:
+        fresh_by_doc.setdefault(c.doc_id, []).append(c)
+    fresh_parents: dict[str, list[Chunk]] = {}
+    for p in new_parents:
+        fresh_parents.setdefault(p.doc_id, []).append(p)
+
+    chunks: list[Chunk] = []
+    parents: list[Chunk] = []
+    for d in corpus:  # corpus order, as a full build would produce
+        chunks.extend(fresh_by_doc.get(d.id, []) if d.id in redo else by_doc.get(d.id, []))
+        parents.extend(fresh_parents.get(d.id, []) if d.id in redo else parents_by_doc.get(d.id, []))
+    if not chunks:
+        raise StoreError("the refreshed corpus produced no chunks: nothing to index")
+
+    vectors = embedding = None
+    stats: dict[str, Any] = {"added": [d.id for d in added], "changed": [d.id for d in changed], "removed": removed,
+                             "documents_chunked": len(redo), "chunks_new": len(new_chunks),
+                             "chunks_reused": len(chunks) - len(new_chunks)}
+    if config.uses_vectors:
+        emb = _embedder(config.embedder, show_progress)
+        embedding = _embedding_info(emb)
+        if old.manifest.get("embedding") and old.manifest["embedding"]["key"] != embedding["key"]:
+            raise StoreError(f"{old.id} was embedded with {old.manifest['embedding']['model']} but the embedder now "
+                             f"resolves to {embedding['model']} ({embedding['key']}); embeddings never mix: use "
+                             "`ragtune index migrate` or a full build")
+        dim = embedding["dim"]
+        vectors = np.zeros((len(chunks), dim), dtype=np.float32)
+        todo = [i for i, c in enumerate(chunks) if c.doc_id in redo or c.id not in row_of or old_vectors is None]
+        todo_set = set(todo)
+        for i, c in enumerate(chunks):
+            if i not in todo_set:
+                vectors[i] = old_vectors[row_of[c.id]]  # type: ignore[index]
+        if todo:
+            vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
+        stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
+    v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                            embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id, stats=stats)
+    if promote:
+        store.promote(v.id)
+    return v, stats
+
+
+def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False) -> Pipeline:
+    """A ready :class:`Pipeline` from a stored version (BM25 is rebuilt from the chunks; vectors are loaded)."""
+    v = store.get(version)
+    config = IndexConfig.from_dict(v.manifest["config"])
+    corpus = store.corpus(v.id)
+    chunks, parents = store.chunks(v.id)
+    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
+    opts = dict(config.retriever_options)
+    fuse = {k: opts.pop(k) for k in ("rrf_k", "weights", "depth") if k in opts}
+    ann = bool(opts.pop("ann", False))
+    bm25 = BM25Retriever.build(chunks, BM25Config.from_dict(opts)) if config.retriever in ("bm25", "hybrid") else None
+    dense = None
+    if config.uses_vectors:
+        emb = _embedder(config.embedder, show_progress)
+        recorded = v.manifest.get("embedding") or {}
+        if recorded.get("key") and recorded["key"] != emb.cache_key:
+            raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
+                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                             "match the index. Rebuild or migrate the store.")
+        vectors = store.vectors(v.id)
+        dense = DenseRetriever(chunks, np.asarray(vectors), emb, ann=ann)
+    if config.retriever == "bm25":
+        base = bm25
+    elif config.retriever == "dense":
+        base = dense
+    else:
+        base = HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
+                               depth=fuse.get("depth", 50))
+    p = Pipeline(corpus, chunker, base, chunks, parents)
+    p.version = v.id  # type: ignore[attr-defined]
+    return p
+
+
+def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",
+            samples: int = 10000, seed: int = 0, show_progress: bool = False) -> dict[str, Any]:
+    """Blue/green: build a green version with ``embedder`` beside the current (blue) one, evaluate both on
+    ``golden``, promote green only if its ``metric`` is not worse than blue's by more than ``max_drop``."""
+    from ..evaluate.compare import compare_runs
+    from ..pipeline import run_eval
+
+    blue = store.get()
+    config = IndexConfig.from_dict(blue.manifest["config"])
+    if not config.uses_vectors:
+        raise StoreError(f"{blue.id} uses {config.retriever} retrieval, which has no embedding model to migrate; "
+                         "build a dense or hybrid version first")
+    corpus = store.corpus(blue.id)
+    green = build_version(store, corpus, replace(config, embedder=embedder), promote=False, show_progress=show_progress)
+    results = {}
+    for name, v in (("blue", blue), ("green", green)):
+        results[name] = run_eval(load_pipeline(store, v.id), golden).to_dict()
+    cmp = compare_runs(results["blue"], results["green"], metric=metric, samples=samples, seed=seed,
+                       names=(f"blue {blue.id}", f"green {green.id}"))
+    ok = cmp.delta >= -max_drop
+    if ok:
+        store.promote(green.id)
+    return {"blue": blue.id, "green": green.id, "metric": metric, "max_drop": max_drop, "promoted": ok,
+            "comparison": cmp.to_dict(), "text": cmp.to_text()}
