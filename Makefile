@@ -17,7 +17,7 @@ $(CORE): pyproject.toml | $(PY)
 	touch $(CORE)
 
 $(ALL): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e '.[test,embed,st,ann,llm]'
+	$(PY) -m pip install -q -e '.[test,embed,st,ann,llm,serve]'
 	touch $(ALL) $(CORE)
 
 install: $(CORE)

@@ -415,8 +415,15 @@ def cmd_answer(args: argparse.Namespace) -> int:
 
     generator = make_generator(args.generator)
     pipeline = _pipeline(args)
-    ans, _ = answer_question(pipeline.retriever, args.query, generator, k=args.k, gate=_gate(args),
-                             filters=_filters(args))
+    filters = _filters(args)
+    ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, gate=_gate(args),
+                                   filters=filters)
+    if args.log:
+        from .serve.telemetry import TelemetryLog
+
+        TelemetryLog(args.log).log(query=args.query, outcome=ans.outcome, reason=ans.reason, filters=filters,
+                                   version=getattr(pipeline, "version", None), latency_ms=ans.latency_s * 1000,
+                                   retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
     if args.json:
         print(json.dumps(ans.to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -432,6 +439,71 @@ def cmd_answer(args: argparse.Namespace) -> int:
         print("\nsources:")
         for c in {c.n: c for c in ans.citations if c.valid}.values():
             print(f"  [{c.n}] {c.anchor}  (characters {c.start}-{c.end} of {c.doc_id})")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import os
+
+    from .serve.app import create_app
+
+    try:
+        import uvicorn
+    except ImportError:
+        from .errors import MissingDependencyError
+
+        raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
+    log = None if args.no_log else (args.log or os.path.join(args.store, "telemetry.sqlite"))
+    key = os.environ.get(args.api_key_env) if args.api_key_env else None
+    app = create_app(args.store, api_key=key, log_path=log, generator=args.generator, gate=args.gate)
+    print(f"serving {args.store} (version {app.state.holder.version}) on http://{args.host}:{args.port}  docs: /docs"
+          + (f"; telemetry: {log}" if log else "; telemetry off") + ("; API key required" if key else ""),
+          file=sys.stderr)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", workers=1)
+    return 0
+
+
+def cmd_gaps(args: argparse.Namespace) -> int:
+    from .embed import get_embedder
+    from .serve.gaps import cluster_gaps
+    from .serve.telemetry import TelemetryLog, parse_since
+
+    log = TelemetryLog(args.log)
+    rows = list(log.rows(since=parse_since(args.since), outcome="not_found"))
+    retriever = None
+    if args.store:
+        from .store import IndexStore, load_pipeline
+
+        retriever = load_pipeline(IndexStore(args.store)).retriever
+    clusters = cluster_gaps([r["query"] for r in rows], get_embedder(args.embedder), distance=args.distance,
+                            retriever=retriever)
+    if args.json:
+        print(json.dumps({"not_found": len(rows), "clusters": clusters}, indent=2, ensure_ascii=False))
+        return 0
+    print(f"{len(rows)} not-found answers" + (f" since {args.since}" if args.since else "") + f", {len(clusters)} clusters")
+    for i, c in enumerate(clusters, start=1):
+        print(f"\n{i}. asked {c['size']} times ({c['distinct']} distinct)")
+        for q in c["examples"]:
+            print(f"   - {q}")
+        if c.get("nearest_anchors"):
+            print("   nearest anchors: " + ", ".join(a["anchor"] for a in c["nearest_anchors"]))
+    return 0
+
+
+def cmd_log_export(args: argparse.Namespace) -> int:
+    from .serve.telemetry import TelemetryLog, parse_since
+
+    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    n = 0
+    try:
+        for row in TelemetryLog(args.log).rows(since=parse_since(args.since)):
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    finally:
+        if args.out:
+            out.close()
+    if args.out:
+        print(f"wrote {n} rows to {args.out}", file=sys.stderr)
     return 0
 
 
@@ -621,8 +693,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
     p.add_argument("--gate", type=float, help="answer not_found below this top retrieval score (see calibrate)")
     p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
+    p.add_argument("--log", help="append the answer to this telemetry log (SQLite)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_answer)
+
+    p = sub.add_parser("serve", help="HTTP server over an index store")
+    p.add_argument("--store", required=True)
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--generator", default="extractive")
+    p.add_argument("--gate", type=float)
+    p.add_argument("--log", help="telemetry log (default STORE/telemetry.sqlite)")
+    p.add_argument("--no-log", action="store_true", dest="no_log", help="do not log answers")
+    p.add_argument("--api-key-env", dest="api_key_env", default="RAGTUNE_API_KEY",
+                   help="environment variable holding the API key clients must send as X-API-Key (unset: no key)")
+    p.set_defaults(func=cmd_serve)
+
+    p = sub.add_parser("gaps", help="cluster the questions answered 'not found': what the corpus is missing")
+    p.add_argument("--log", required=True)
+    p.add_argument("--since", help="only answers this recent, e.g. 7d, 12h")
+    p.add_argument("--store", help="show the nearest existing anchors from this store")
+    p.add_argument("--embedder", default="minilm")
+    p.add_argument("--distance", type=float, default=0.5, help="cosine distance that joins clusters (default 0.5)")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_gaps)
+
+    lg = sub.add_parser("log", help="telemetry log tools")
+    lsub = lg.add_subparsers(dest="log_command", required=True)
+    p = lsub.add_parser("export", help="write the telemetry log as JSON Lines")
+    p.add_argument("--log", required=True)
+    p.add_argument("--since")
+    p.add_argument("--out", help="file to write (default: standard output)")
+    p.set_defaults(func=cmd_log_export)
 
     p = sub.add_parser("calibrate", help="pick the abstention threshold from a golden set")
     _add_pipeline_args(p)

@@ -13,9 +13,9 @@ _WORD_RE = re.compile(r"\w\w+")
 @lru_cache(maxsize=1)
 def _tools():
     import Stemmer
-    from bm25s.stopwords import STOPWORDS_EN
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
 
-    return Stemmer.Stemmer("english"), frozenset(STOPWORDS_EN)
+    return Stemmer.Stemmer("english"), frozenset(STOPWORDS_EN_PLUS)
 
 
 def content_terms(text: str) -> set[str]:

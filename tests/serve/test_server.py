@@ -1,0 +1,115 @@
+import json
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from ragtune import load_corpus
+from ragtune.store import IndexConfig, IndexStore, build_version
+from tests.conftest import write_files
+from tests.sweep.test_runner import DOCS
+
+uvicorn = pytest.importorskip("uvicorn")
+pytest.importorskip("fastapi")
+
+
+def call(url, path, body=None, key=None, timeout=10):
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(url + path, data=data, method="POST" if body is not None else "GET",
+                                 headers={"Content-Type": "application/json", **({"X-API-Key": key} if key else {})})
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read() or b"{}")
+
+
+@pytest.fixture
+def served(tmp_path):
+    from ragtune.serve.app import create_app
+
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    store = IndexStore(tmp_path / "s")
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 12}))
+    log = tmp_path / "telemetry.sqlite"
+    app = create_app(str(store.root), api_key="s3cret", log_path=str(log))
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 20
+    while not server.started and time.time() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", store, log, app
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_endpoints_validation_and_key(served):
+    url, store, log, _ = served
+    assert call(url, "/health") == (200, {"status": "ok", "version": "v0001"})
+    assert call(url, "/search", {"query": "refunds"})[0] == 401
+    code, body = call(url, "/search", {"query": "how long do refunds take", "k": 2}, key="s3cret")
+    assert code == 200 and body["version"] == "v0001" and len(body["hits"]) == 2
+    assert body["hits"][0]["anchor"].startswith("billing/refunds.md") and body["hits"][0]["snippet"]
+    for bad, needle in [({"query": "   "}, "query is empty"), ({"query": "x", "k": 0}, "k must be between 1 and 100"),
+                        ({"query": "x", "k": 500}, "k must be between"), ({"query": "y" * 3000}, "the limit is 2000")]:
+        code, body = call(url, "/search", bad, key="s3cret")
+        assert code == 422 and needle in json.dumps(body), (bad, body)
+    code, body = call(url, "/search", {"query": "x", "filters": "colour=red"}, key="s3cret")
+    assert code == 400 and "unknown filter field(s) 'colour'" in body["detail"]
+    code, body = call(url, "/answer", {"query": "How long do refunds take after a cancelled order?"}, key="s3cret")
+    assert code == 200 and body["outcome"] == "answered"
+    assert body["citations"][0]["anchor"].startswith("billing/refunds.md") and body["citations"][0]["end"] > 0
+    code, body = call(url, "/answer", {"query": "Do you sell gift cards?"}, key="s3cret")
+    assert code == 200 and body["outcome"] == "not_found"
+    code, body = call(url, "/versions", key="s3cret")
+    assert body["current"] == "v0001" and [v["id"] for v in body["versions"]] == ["v0001", "v0002"]
+    with urllib.request.urlopen(url + "/docs") as r:
+        assert r.status == 200
+    from ragtune.serve.telemetry import TelemetryLog
+
+    rows = list(TelemetryLog(log).rows())
+    assert [r["outcome"] for r in rows] == ["answered", "not_found"]
+    assert rows[0]["version"] == "v0001" and rows[0]["retrieved"][0]["anchor"]
+    assert "s3cret" not in log.read_bytes().decode("latin-1")
+
+
+def test_promote_and_rollback_swap_without_failing_requests(served):
+    url, store, _, app = served
+    errors, versions = [], set()
+    stop = threading.Event()
+
+    def client():
+        while not stop.is_set():
+            code, body = call(url, "/search", {"query": "shipping times", "k": 3}, key="s3cret")
+            if code != 200:
+                errors.append((code, body))
+            else:
+                versions.add(body["version"])
+
+    with ThreadPoolExecutor(8) as pool:
+        futures = [pool.submit(client) for _ in range(8)]
+        time.sleep(0.5)
+        store.promote("v0002")
+        deadline = time.time() + 10
+        while app.state.holder.version != "v0002" and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        store.rollback()
+        deadline = time.time() + 10
+        while app.state.holder.version != "v0001" and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.3)
+        stop.set()
+        for f in futures:
+            f.result()
+    assert errors == []
+    assert versions == {"v0001", "v0002"} and app.state.holder.swaps == 2
