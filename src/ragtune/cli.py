@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import __version__
+from .chunking import chunk_documents
 from .chunking.tokens import get_tokenizer
 from .progress import progress_iter
 from .types import Chunk
@@ -105,7 +106,13 @@ def _retriever_options(args: argparse.Namespace) -> dict[str, Any]:
     return opts
 
 
-def _pipeline(args: argparse.Namespace, *, candidates: int = 50) -> Pipeline:
+def _pipeline(args: argparse.Namespace, *, candidates: int | None = None) -> Pipeline:
+    """The pipeline the flags describe; ``candidates`` defaults to the first --candidates value (or 50)."""
+    if candidates is None:
+        given = getattr(args, "candidates", None)
+        if given and not args.rerank:
+            raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
+        candidates = given[0] if given else 50
     if getattr(args, "store", None):
         if args.corpus:
             raise ConfigError("give --corpus or --store, not both")
@@ -160,6 +167,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
     candidates = args.candidates or [50]
     pipeline = _pipeline(args, candidates=candidates[0])
+    if args.answers and args.dry_run:
+        return _answers_dry_run(args, pipeline, golden, filters)
     result = run_eval(pipeline, golden, ks=args.k, depth=args.depth, filters=filters, show_progress=True)
     table = None
     if args.rerank and len(candidates) > 1:
@@ -208,15 +217,26 @@ def _eval_answers(args: argparse.Namespace, pipeline: Pipeline, golden, filters)
     generator = make_generator(args.generator)
     judge = make_judge(args.judge, **({"price_in": args.price_in, "price_out": args.price_out}
                                       if args.judge != "heuristic" else {}))
-    if args.dry_run and hasattr(judge, "estimate"):
-        answers = [answer_question(pipeline.retriever, i.q, generator, k=args.answer_k, gate=_gate(args),
-                                   filters=filters)[0] for i in golden]
-        est = judge.estimate(answers)
-        print(f"dry run: the judge would make {est['calls']} calls, about {est['input_tokens']} input and "
-              f"{est['output_tokens']} output tokens, ${est['cost']:.4f} at the given prices")
-        raise SystemExit(0)
     return evaluate_answers(pipeline.retriever, golden, pipeline.corpus, generator, judge=judge, k=args.answer_k,
                             gate=_gate(args), filters=filters, show_progress=True)
+
+
+def _answers_dry_run(args: argparse.Namespace, pipeline: Pipeline, golden, filters) -> int:
+    """Estimate what --answers would send to LLMs (retrieval only, nothing generated or judged)."""
+    from .answer.evaluate import estimate_answer_cost
+
+    est = estimate_answer_cost(pipeline.retriever, golden, generator=args.generator, judge=args.judge, k=args.answer_k,
+                               filters=filters, price_in=args.price_in, price_out=args.price_out)
+    for role in ("generator", "judge"):
+        e = est[role]
+        if e["calls"]:
+            print(f"dry run: the {role} ({e['name']}) would make {e['calls']} calls, about {e['input_tokens']} input "
+                  f"and {e['output_tokens']} output tokens")
+        else:
+            print(f"dry run: the {role} ({e['name']}) runs offline: no calls, no cost")
+    print(f"estimated cost ${est['cost']:.4f} at ${args.price_in}/M input and ${args.price_out}/M output tokens "
+          "(prices from --price-in/--price-out; about 4 characters a token)")
+    return 0
 
 
 def _candidate_row(candidates: Any, result) -> dict[str, Any]:
@@ -263,9 +283,7 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    if args.candidates and not args.rerank:
-        raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
-    pipeline = _pipeline(args, candidates=args.candidates[0] if args.candidates else 50)
+    pipeline = _pipeline(args)
     ranking = pipeline.retriever.search(args.query, k=args.k, filters=_filters(args))
     if args.json:
         print(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
@@ -283,16 +301,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_chunk(args: argparse.Namespace) -> int:
     corpus = load_corpus(args.corpus)
     chunker = default_chunker(corpus, args.chunker, prefix=args.prefix, **_chunker_options(args))
-    parents: list[Chunk] = []
-    chunks: list[Chunk] = []
     t0 = time.perf_counter()
-    for doc in progress_iter(corpus.documents, "chunking", enabled=True):
-        if hasattr(chunker, "chunk_with_parents"):
-            ps, cs = chunker.chunk_with_parents(doc)
-            parents.extend(ps)
-            chunks.extend(cs)
-        else:
-            chunks.extend(chunker.chunk(doc))
+    chunks, parents = chunk_documents(progress_iter(corpus.documents, "chunking", enabled=True), chunker)
     elapsed = time.perf_counter() - t0
     counter = get_tokenizer(getattr(getattr(chunker, "config", None), "tokenizer", "regex"))
     sizes = np.asarray([c.tokens if c.tokens is not None else len(counter.spans(c.text)) for c in chunks], dtype=np.int64)
@@ -666,7 +676,8 @@ def build_parser() -> argparse.ArgumentParser:
     a.add_argument("--gate", type=float, help="abstain below this top retrieval score (see calibrate)")
     a.add_argument("--price-in", type=float, default=0.0, dest="price_in", help="LLM judge: $ per million input tokens")
     a.add_argument("--price-out", type=float, default=0.0, dest="price_out", help="LLM judge: $ per million output tokens")
-    a.add_argument("--dry-run", action="store_true", dest="dry_run", help="with an LLM judge: estimate calls, tokens and cost, then stop")
+    a.add_argument("--dry-run", action="store_true", dest="dry_run",
+                   help="estimate the LLM calls, tokens and cost of --answers (retrieval only), then stop")
     p.add_argument("--failures", type=int, default=5, help="worst failures to print (default 5)")
     p.add_argument("--json", metavar="FILE", help="write the full result as JSON")
     p.set_defaults(func=cmd_eval)

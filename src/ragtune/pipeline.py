@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .chunking import CHUNKERS, Chunker, chunk_corpus, make_chunker
+from .chunking import CHUNKERS, Chunker, chunk_documents, make_chunker
 from .corpus.corpus import Corpus
 from .errors import ConfigError
 from .evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
@@ -114,15 +114,7 @@ class Pipeline:
               rerank: str | Reranker | None = None, rerank_model: str | None = None, candidates: int = 50,
               show_progress: bool = False) -> "Pipeline":
         ch = default_chunker(corpus, chunker, prefix=prefix, **dict(chunker_options or {}))
-        parents: list[Chunk] = []
-        if hasattr(ch, "chunk_with_parents"):
-            chunks = []
-            for doc in corpus:
-                ps, cs = ch.chunk_with_parents(doc)
-                parents.extend(ps)
-                chunks.extend(cs)
-        else:
-            chunks = chunk_corpus(corpus, ch)
+        chunks, parents = chunk_documents(corpus, ch)
         if not chunks:
             raise ConfigError(f"the {ch.name} chunker produced no chunks: every document is empty")
         base = build_retriever(chunks, retriever, embedder=embedder, show_progress=show_progress,

@@ -173,3 +173,18 @@ def test_answer_eval_and_cli(md_corpus, tmp_path, capsys):
     assert main(["eval", "--corpus", str(md_corpus), "--golden", golden.source, "--answers", "--json", str(res)]) == 0
     assert "abstention_recall" in capsys.readouterr().out
     assert json.loads(res.read_text())["answers"]["metrics"]["abstention_f1"] == 1.0
+
+
+def test_dry_run_estimates_without_calling(md_corpus, tmp_path, capsys):
+    g = write_jsonl(tmp_path / "g.jsonl", [{"id": "q1", "q": "When are refunds issued?", "relevant": ["guide/billing.md#refunds"]},
+                                           {"id": "q2", "q": "Gift cards?", "relevant": []}])
+    # an unreachable server: a real call would fail, the dry run must not make one
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", str(g), "--answers", "--generator", "openai:m",
+                 "--judge", "openai:j", "--price-in", "3", "--price-out", "15", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "the generator (openai:m) would make 2 calls" in out and "the judge (openai:j) would make 2 calls" in out
+    assert "recall@5" not in out  # stopped before the evaluation
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", str(g), "--answers", "--dry-run"]) == 0
+    assert "runs offline: no calls" in capsys.readouterr().out
+    assert main(["answer", "--corpus", str(md_corpus), "refunds", "--candidates", "5"]) == 2
+    assert "--candidates needs --rerank" in capsys.readouterr().err

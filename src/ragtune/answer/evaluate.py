@@ -14,7 +14,33 @@ from . import answer_question
 from .base import Generator
 from .gate import ConfidenceGate
 
-__all__ = ["evaluate_answers"]
+__all__ = ["evaluate_answers", "estimate_answer_cost"]
+
+
+def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge: str, k: int = 5, filters: Any = None,
+                         price_in: float = 0.0, price_out: float = 0.0, answer_tokens: int = 150,
+                         verdict_tokens: int = 80) -> dict[str, Any]:
+    """What answering and judging ``golden`` would send to LLMs, from retrieval alone (about 4 characters a token).
+
+    Every question is counted as answered (the gate and not-found answers can only make it cheaper).
+    """
+    from .base import build_prompt
+
+    llm_gen = generator != "extractive"
+    llm_judge = judge != "heuristic"
+    prompt_tokens = 0
+    for item in golden:
+        ranking = retriever.search(item.q, k=k, filters=filters) if filters is not None else retriever.search(item.q, k=k)
+        system, user = build_prompt(item.q, [h.chunk for h in ranking.hits])
+        prompt_tokens += (len(system) + len(user)) // 4
+    n = len(golden)
+    gen = {"name": generator, "calls": n if llm_gen else 0, "input_tokens": prompt_tokens if llm_gen else 0,
+           "output_tokens": n * answer_tokens if llm_gen else 0}
+    jdg = {"name": judge, "calls": n if llm_judge else 0,
+           "input_tokens": prompt_tokens + n * answer_tokens if llm_judge else 0,
+           "output_tokens": n * verdict_tokens if llm_judge else 0}
+    cost = sum(e["input_tokens"] * price_in + e["output_tokens"] * price_out for e in (gen, jdg)) / 1e6
+    return {"generator": gen, "judge": jdg, "cost": cost}
 
 
 def _mean(values: Sequence[float]) -> float | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from .base import Chunker, SizedConfig, chunk_corpus, make_chunk, prefix_for
+from .base import Chunker, SizedConfig, chunk_corpus, chunk_documents, make_chunk, prefix_for
 from .document import DocumentChunker, DocumentChunkerConfig
 from .fixed import FixedChunker, FixedChunkerConfig
 from .markdown import MarkdownChunker, MarkdownChunkerConfig
@@ -35,6 +35,7 @@ __all__ = [
     "SectionChunker",
     "SectionChunkerConfig",
     "chunk_corpus",
+    "chunk_documents",
     "make_chunk",
     "make_chunker",
     "prefix_for",

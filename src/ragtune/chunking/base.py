@@ -14,7 +14,8 @@ from ..errors import ConfigError
 from ..types import Chunk, Document
 from .tokens import TokenSpans
 
-__all__ = ["Chunker", "SizedConfig", "make_chunk", "chunk_corpus", "prefix_for", "trim_span", "windows", "apply_overlap"]
+__all__ = ["Chunker", "SizedConfig", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span", "windows",
+           "apply_overlap"]
 
 
 @runtime_checkable
@@ -146,8 +147,23 @@ def emit(document: Document, spans: Iterable[tuple[int, int]], ts: TokenSpans, *
 
 
 def chunk_corpus(corpus: Corpus | Iterable[Document], chunker: Chunker) -> list[Chunk]:
-    """Chunk every document, in corpus order."""
+    """Chunk every document, in corpus order (for small-to-big: the children)."""
     out: list[Chunk] = []
     for doc in corpus:
         out.extend(chunker.chunk(doc))
     return out
+
+
+def chunk_documents(docs: Iterable[Document], chunker: Chunker) -> tuple[list[Chunk], list[Chunk]]:
+    """(chunks to index, parents to return): parents are empty except for small-to-big chunkers."""
+    chunks: list[Chunk] = []
+    parents: list[Chunk] = []
+    with_parents = getattr(chunker, "chunk_with_parents", None)
+    for doc in docs:
+        if with_parents is not None:
+            ps, cs = with_parents(doc)
+            parents.extend(ps)
+            chunks.extend(cs)
+        else:
+            chunks.extend(chunker.chunk(doc))
+    return chunks, parents

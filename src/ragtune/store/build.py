@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from ..chunking import chunk_corpus
+from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..golden import GoldenSet
 from ..pipeline import Pipeline, default_chunker
@@ -20,19 +20,6 @@ from ..types import Chunk, Document
 from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
 
 __all__ = ["build_version", "refresh_version", "load_pipeline", "migrate"]
-
-
-def _chunk_docs(chunker, docs) -> tuple[list[Chunk], list[Chunk]]:
-    chunks: list[Chunk] = []
-    parents: list[Chunk] = []
-    for d in docs:
-        if hasattr(chunker, "chunk_with_parents"):
-            ps, cs = chunker.chunk_with_parents(d)
-            parents.extend(ps)
-            chunks.extend(cs)
-        else:
-            chunks.extend(chunker.chunk(d))
-    return chunks, parents
 
 
 def _embedder(name: str, show_progress: bool):
@@ -52,7 +39,7 @@ def build_version(store: IndexStore, corpus: Corpus, config: IndexConfig, *, pro
     t0 = time.perf_counter()
     chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
     config = replace(config, chunker=chunker.name, prefix=getattr(chunker.config, "prefix", config.prefix))
-    chunks, parents = _chunk_docs(chunker, corpus)
+    chunks, parents = chunk_documents(corpus, chunker)
     if not chunks:
         raise StoreError("the corpus produced no chunks: nothing to index")
     vectors = embedding = None
@@ -93,7 +80,7 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         parents_by_doc.setdefault(p.doc_id, []).append(p)
 
     chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
-    new_chunks, new_parents = _chunk_docs(chunker, [d for d in corpus if d.id in redo])
+    new_chunks, new_parents = chunk_documents([d for d in corpus if d.id in redo], chunker)
     fresh_by_doc: dict[str, list[Chunk]] = {}
     for c in new_chunks:
         fresh_by_doc.setdefault(c.doc_id, []).append(c)

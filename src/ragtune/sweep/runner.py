@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..chunking import chunk_corpus
+from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..errors import RagtuneError
 from ..golden import GoldenSet
@@ -162,15 +162,7 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
         chunk_cache.move_to_end(ckey)
     else:
         chunker = default_chunker(corpus, spec.chunker, prefix=spec.prefix, **dict(spec.chunker_options))
-        parents = []
-        if hasattr(chunker, "chunk_with_parents"):
-            chunks = []
-            for doc in corpus:
-                ps, cs = chunker.chunk_with_parents(doc)
-                parents.extend(ps)
-                chunks.extend(cs)
-        else:
-            chunks = chunk_corpus(corpus, chunker)
+        chunks, parents = chunk_documents(corpus, chunker)
         chunk_cache[ckey] = (chunker, chunks, parents)
         if len(chunk_cache) > 8:
             chunk_cache.popitem(last=False)
