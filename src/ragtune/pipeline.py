@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from .chunking import CHUNKERS, Chunker, chunk_documents, make_chunker
@@ -98,7 +99,7 @@ class Pipeline:
     reranker: Reranker | None = None
     candidates: int = 50
 
-    @property
+    @cached_property
     def retriever(self) -> Retriever:
         r: Retriever = self.base
         if self.reranker is not None:
