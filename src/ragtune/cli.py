@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -428,10 +429,11 @@ def cmd_answer(args: argparse.Namespace) -> int:
     filters = _filters(args)
     ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, gate=_gate(args),
                                    filters=filters)
-    if args.log:
+    log_path = None if args.no_log else (args.log or (os.path.join(args.store, "telemetry.sqlite") if args.store else None))
+    if log_path:
         from .serve.telemetry import TelemetryLog
 
-        TelemetryLog(args.log).log(query=args.query, outcome=ans.outcome, reason=ans.reason, filters=filters,
+        TelemetryLog(log_path).log(query=args.query, outcome=ans.outcome, reason=ans.reason, filters=filters,
                                    version=getattr(pipeline, "version", None), latency_ms=ans.latency_s * 1000,
                                    retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
     if args.json:
@@ -704,7 +706,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
     p.add_argument("--gate", type=float, help="answer not_found below this top retrieval score (see calibrate)")
     p.add_argument("--candidates", type=_int_list, help="with --rerank: shortlist size (default 50)")
-    p.add_argument("--log", help="append the answer to this telemetry log (SQLite)")
+    p.add_argument("--log", help="append the answer to this telemetry log (default with --store: STORE/telemetry.sqlite)")
+    p.add_argument("--no-log", action="store_true", dest="no_log", help="do not log the answer")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_answer)
 

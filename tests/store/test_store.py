@@ -155,3 +155,14 @@ def test_cli_index_and_store_flags(corpus_dir, tmp_path, capsys):
     assert "come from the stored version" in capsys.readouterr().err
     assert main(["index", "promote", "--store", s, "v0042"]) == 2
     assert "no version 'v0042'" in capsys.readouterr().err
+
+
+def test_cli_answers_from_a_store_are_logged_unless_switched_off(corpus_dir, tmp_path, capsys):
+    from ragtune.serve.telemetry import TelemetryLog
+
+    s = tmp_path / "s"
+    assert main(["index", "build", "--store", str(s), "--corpus", str(corpus_dir)]) == 0
+    assert main(["answer", "--store", str(s), "Do you sell gift cards?"]) == 0
+    assert main(["answer", "--store", str(s), "Do you sell gift cards?", "--no-log"]) == 0
+    rows = list(TelemetryLog(s / "telemetry.sqlite").rows())
+    assert len(rows) == 1 and rows[0]["outcome"] == "not_found" and rows[0]["version"] == "v0001"

@@ -120,7 +120,7 @@ class RunSpec:
             raise ConfigError(f"unknown chunker {chunker!r}; choose one of: auto, {', '.join(CHUNKERS)}")
         takes = _chunker_fields(chunker) if chunker != "auto" else set()
         given = {k: f[k] for k in CHUNKER_KEYS if k in f and k in takes}
-        copts = tuple(sorted(_without_defaults(chunker, given).items()))
+        copts = tuple(sorted(_without_defaults(chunker, given).items())) if chunker != "auto" else ()
         if chunker == "semantic" and f.get("embedder", "minilm") != "minilm":
             copts = tuple(sorted((*copts, ("embedder", f["embedder"]))))
         retriever = f.get("retriever", "bm25")
