@@ -114,9 +114,14 @@ def _pipeline(args: argparse.Namespace, *, candidates: int | None = None) -> Pip
         if given and not args.rerank:
             raise ConfigError("--candidates needs --rerank (embedding or cross-encoder)")
         candidates = given[0] if given else 50
+    if getattr(args, "store_version", None) and not getattr(args, "store", None):
+        raise ConfigError("--version selects a version of --store; give --store too")
     if getattr(args, "store", None):
         if args.corpus:
             raise ConfigError("give --corpus or --store, not both")
+        if args.embedder:
+            raise ConfigError("with --store the embedding model is the one the version was built with; drop --embedder "
+                              "(use `ragtune index migrate` to change it)")
         given = [f"--{k.replace('_', '-')}" for k in (*CHUNK_OPTIONS, "k1", "b", "rrf_k", "depth_fuse", "weights", "ann")
                  if getattr(args, k, None) is not None]
         if args.chunker != "auto" or args.prefix is not None or args.retriever != "bm25" or given:
@@ -494,7 +499,8 @@ def cmd_gaps(args: argparse.Namespace) -> int:
         return 0
     print(f"{len(rows)} not-found answers" + (f" since {args.since}" if args.since else "") + f", {len(clusters)} clusters")
     for i, c in enumerate(clusters, start=1):
-        print(f"\n{i}. asked {c['size']} times ({c['distinct']} distinct)")
+        times = "once" if c["size"] == 1 else f"{c['size']} times"
+        print(f"\n{i}. asked {times} ({c['distinct']} distinct)")
         for q in c["examples"]:
             print(f"   - {q}")
         if c.get("nearest_anchors"):
@@ -768,10 +774,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--store", required=True)
     p.add_argument("--corpus", required=True)
     p.add_argument("--no-promote", action="store_true", dest="no_promote")
-    for name, helptext in (("list", "list versions (* = current)"), ("rollback", "back to the previous promoted version")):
-        p = isub.add_parser(name, help=helptext)
-        p.add_argument("--store", required=True)
-        p.add_argument("--json", action="store_true")
+    p = isub.add_parser("list", help="list versions (* = current)")
+    p.add_argument("--store", required=True)
+    p.add_argument("--json", action="store_true")
+    p = isub.add_parser("rollback", help="back to the previous promoted version")
+    p.add_argument("--store", required=True)
     p = isub.add_parser("show", help="a version's manifest")
     p.add_argument("--store", required=True)
     p.add_argument("version", nargs="?")

@@ -63,6 +63,7 @@ def test_endpoints_validation_and_key(served):
                         ({"query": "x", "k": 500}, "k must be between"), ({"query": "y" * 3000}, "the limit is 2000")]:
         code, body = call(url, "/search", bad, key="s3cret")
         assert code == 422 and needle in json.dumps(body), (bad, body)
+        assert "y" * 50 not in json.dumps(body)  # the input is never echoed back
     code, body = call(url, "/search", {"query": "x", "filters": "colour=red"}, key="s3cret")
     assert code == 400 and "unknown filter field(s) 'colour'" in body["detail"]
     code, body = call(url, "/answer", {"query": "How long do refunds take after a cancelled order?"}, key="s3cret")
@@ -113,3 +114,27 @@ def test_promote_and_rollback_swap_without_failing_requests(served):
             f.result()
     assert errors == []
     assert versions == {"v0001", "v0002"} and app.state.holder.swaps == 2
+
+
+def test_a_version_that_fails_to_load_is_reported_not_retried(tmp_path):
+    from ragtune.serve.app import PipelineHolder
+
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    store = IndexStore(tmp_path / "s")
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    calls = []
+
+    def loader(vid):
+        calls.append(vid)
+        if vid == "v0002":
+            raise RuntimeError("disk on fire")
+        return object()
+
+    holder = PipelineHolder(store, loader=loader)
+    store.promote("v0002")
+    for _ in range(20):
+        version, _ = holder.get()
+        assert version == "v0001"  # still serving the loaded version
+        time.sleep(0.02)
+    assert calls.count("v0002") == 1 and "disk on fire" in holder.failed["v0002"]

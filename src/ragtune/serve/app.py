@@ -8,6 +8,7 @@ so no request fails during a promote. Snippets come from the index only.
 """
 
 
+import hmac
 import threading
 import time
 from typing import Any
@@ -35,19 +36,22 @@ class PipelineHolder:
             raise ConfigError(f"{store.root} has no current version; build or promote one first")
         self.pipeline = self._load(self.version)
         self.swaps = 0
+        self.failed: dict[str, str] = {}  # versions that could not be loaded: not retried
 
     def _swap_in(self, vid: str) -> None:
         try:
             pipeline = self._load(vid)
             self.pipeline, self.version = pipeline, vid  # readers see the old or the new pair's pipeline
             self.swaps += 1
+        except Exception as e:  # keep serving the loaded version; report, do not retry this one
+            self.failed[vid] = f"{type(e).__name__}: {e}"
         finally:
             with self._lock:
                 self._loading = None
 
     def get(self) -> tuple[str, Any]:
         current = self.store.current_id()
-        if current and current != self.version:
+        if current and current != self.version and current not in self.failed:
             with self._lock:
                 start = self._loading is None
                 if start:
@@ -62,6 +66,8 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                gate: float | None = None):
     try:
         from fastapi import Depends, FastAPI, HTTPException, Request
+        from fastapi.exceptions import RequestValidationError
+        from fastapi.responses import JSONResponse
         from pydantic import BaseModel, Field, field_validator
     except ImportError:
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
@@ -101,11 +107,17 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         k: int = Field(5, description=f"contexts given to the generator, 1 to {MAX_K}")
 
     def check_key(request: Request) -> None:
-        if api_key and request.headers.get("x-api-key") != api_key:
+        if api_key and not hmac.compare_digest(request.headers.get("x-api-key", "").encode(), api_key.encode()):
             raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
 
     app = FastAPI(title="ragtune", description="Search and cited answers over a versioned ragtune index store.")
     app.state.holder = holder
+
+    @app.exception_handler(RequestValidationError)
+    def invalid(request: Request, exc: RequestValidationError):  # say what to fix; never echo the input back
+        problems = [{"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
+                     "message": str(e.get("msg", "")).removeprefix("Value error, ")} for e in exc.errors()]
+        return JSONResponse(status_code=422, content={"detail": problems})
 
     def run(fn):
         try:
@@ -122,7 +134,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     @app.get("/versions", dependencies=[Depends(check_key)])
     def versions() -> dict[str, Any]:
         cur = store.current_id()
-        return {"current": cur, "serving": holder.version,
+        return {"current": cur, "serving": holder.version, "load_errors": dict(holder.failed),
                 "versions": [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
                               "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]}
 

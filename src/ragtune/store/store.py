@@ -191,7 +191,7 @@ class IndexStore:
         if not self.versions_dir.is_dir():
             return []
         out = []
-        for p in sorted(self.versions_dir.iterdir()):
+        for p in sorted(self.versions_dir.iterdir(), key=lambda p: (len(p.name), p.name)):  # v9999 < v10000
             try:
                 manifest = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
             except (OSError, json.JSONDecodeError):
@@ -246,13 +246,25 @@ class IndexStore:
     def promote(self, version: str) -> VersionInfo:
         """Make ``version`` current (atomic: readers see the old or the new pointer, never half)."""
         v = self.get(version)
-        _replace_atomic(self.root / "CURRENT", v.id + "\n")
-        hist = [h for h in self.history() if h != v.id] + [v.id]
-        _replace_atomic(self.root / "history.json", json.dumps(hist))
+        lock = self._lock()
+        try:
+            hist = [h for h in self.history() if h != v.id] + [v.id]
+            _replace_atomic(self.root / "history.json", json.dumps(hist))
+            _replace_atomic(self.root / "CURRENT", v.id + "\n")
+        finally:
+            lock.close()
         return v
 
     def rollback(self) -> VersionInfo:
         """Back to the version promoted before the current one."""
+        self._require()
+        lock = self._lock()
+        try:
+            return self._rollback_locked()
+        finally:
+            lock.close()
+
+    def _rollback_locked(self) -> VersionInfo:
         hist = self.history()
         cur = self.current_id()
         if cur in hist:
@@ -270,6 +282,13 @@ class IndexStore:
         """Delete versions beyond the ``keep`` newest, never the current one or the rollback target."""
         if keep < 1:
             raise ConfigError("gc --keep must be at least 1")
+        lock = self._lock()  # never while a build is writing
+        try:
+            return self._gc_locked(keep)
+        finally:
+            lock.close()
+
+    def _gc_locked(self, keep: int) -> list[str]:
         versions = self.list()
         protect = {self.current_id()} | set(self.history()[-2:])
         newest = {v.id for v in versions[-keep:]}

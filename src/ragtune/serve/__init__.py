@@ -1,0 +1,1 @@
+"""Serving: the HTTP app, answer telemetry, and corpus-gap clustering."""
