@@ -157,3 +157,16 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
     assert not list(runs.glob("*.tmp*"))  # debris of the killed write is cleaned up
     for name, mtime in done.items():  # finished configurations were not recomputed
         assert (runs / name).stat().st_mtime_ns == mtime
+
+
+def test_chunkings_are_cached_on_disk_by_corpus_and_config(setup, monkeypatch):
+    corpus, golden, grid, out = setup
+    calls = []
+    real = runner_mod.chunk_documents
+    monkeypatch.setattr(runner_mod, "chunk_documents", lambda *a, **k: calls.append(1) or real(*a, **k))
+    first = run_sweep(corpus, golden, grid, out / "a", show_progress=False)
+    n = len(calls)
+    assert n > 0
+    second = run_sweep(corpus, golden, grid, out / "b", show_progress=False)  # fresh output, warm chunk cache
+    assert len(calls) == n
+    assert [r["result"]["metrics"] for r in first] == [r["result"]["metrics"] for r in second]

@@ -80,6 +80,8 @@ class CachedEmbedder:
         self.batch = batch
         self.show_progress = show_progress
         self.stats = {"hits": 0, "misses": 0}
+        self._keys: dict[str, str] = {}  # text -> input key, memoised in process (sweeps re-embed the same texts)
+        self._queries: dict[str, np.ndarray] | None = None
 
     @property
     def model_id(self) -> str:
@@ -101,7 +103,12 @@ class CachedEmbedder:
         input_keys = getattr(self.inner, "input_keys", None)
         if input_keys is not None:  # keyed by what the model sees: texts equal up to truncation share a vector
             model = f"{self.inner.cache_key}|{kind}|tokens"
-            keys = list(input_keys(texts))
+            new = [t for t in dict.fromkeys(texts) if t not in self._keys]
+            if new:
+                if len(self._keys) > 500_000:
+                    self._keys.clear()
+                self._keys.update(zip(new, input_keys(new)))
+            keys = [self._keys[t] for t in texts]
         else:
             model = f"{self.inner.cache_key}|{kind}"
             keys = [EmbeddingCache.text_key(t) for t in texts]
@@ -126,6 +133,23 @@ class CachedEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._embed(texts, "passage")
 
+    def memoize_queries(self, queries: Sequence[str]) -> list[float]:
+        """Embed ``queries`` once now and serve them from memory afterwards (a sweep asks the same
+        questions of every configuration). Returns the seconds each query took, so the query-embedding
+        latency can be reported once instead of being re-measured per configuration."""
+        import time
+
+        self._queries = {} if self._queries is None else self._queries
+        seconds = []
+        for q in dict.fromkeys(queries):
+            t0 = time.perf_counter()
+            self._queries[q] = self.inner.embed_queries([q])[0]
+            seconds.append(time.perf_counter() - t0)
+        return seconds
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """Queries are not cached: search latency includes embedding them, as in production."""
+        """Queries are not cached on disk: search latency includes embedding them, as in production
+        (unless :meth:`memoize_queries` was called, as sweeps do)."""
+        if self._queries is not None and all(t in self._queries for t in texts):
+            return np.stack([self._queries[t] for t in texts])
         return self.inner.embed_queries(texts)

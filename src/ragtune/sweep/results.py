@@ -83,6 +83,10 @@ class SweepResult:
             values = "".join(f"{self.value(r, c):>11.3f}" for c in cols)
             lines.append(f"{n:>3} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
                          f"{retr:<18}{values}{r['stats']['latency_ms']['p95']:>8.1f}  {cmp}")
+        q = next((r["stats"].get("query_embedding_ms") for r in self.records if r["stats"].get("query_embedding_ms")), None)
+        if q:
+            lines.append(f"(p95 ms leaves out embedding the query, measured once per embedder: p50 {q['p50']:.1f} ms, "
+                         f"p95 {q['p95']:.1f} ms)")
         return "\n".join(lines)
 
 
