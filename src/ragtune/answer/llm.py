@@ -62,7 +62,29 @@ def chat_anthropic(client, model: str, system: str, user: str, *, max_tokens: in
     return text, usage, msg.stop_reason == "refusal"
 
 
-class OpenAIChatGenerator:
+class _ChatGenerator:
+    """Shared flow: no context -> not_found; prompt; one chat call; refusal -> not_found; parse the reply."""
+
+    name: str
+    max_tokens: int
+
+    def _chat(self, system: str, user: str) -> tuple[str, dict[str, int], bool]:
+        raise NotImplementedError
+
+    def generate(self, question: str, contexts: Sequence[Chunk]) -> Answer:
+        t0 = time.perf_counter()
+        if not contexts:
+            return Answer(question, NOT_FOUND, "not_found", (), (), self.name, "no_context")
+        system, user = build_prompt(question, contexts)
+        text, usage, refused = self._chat(system, user)
+        if refused:
+            return Answer(question, NOT_FOUND, "not_found", (), tuple(contexts), self.name, "refusal", usage,
+                          time.perf_counter() - t0)
+        return parse_answer(text, question, contexts, generator=self.name, usage=usage,
+                            latency_s=time.perf_counter() - t0)
+
+
+class OpenAIChatGenerator(_ChatGenerator):
     """Any OpenAI-compatible ``/chat/completions`` server (OpenAI, vLLM, llama.cpp, Ollama...)."""
 
     def __init__(self, model: str, *, base_url: str | None = None, api_key_env: str = "OPENAI_API_KEY",
@@ -75,21 +97,12 @@ class OpenAIChatGenerator:
         self.client = JSONClient(base, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries,
                                  backoff=backoff)
 
-    def generate(self, question: str, contexts: Sequence[Chunk]) -> Answer:
-        t0 = time.perf_counter()
-        if not contexts:
-            return Answer(question, NOT_FOUND, "not_found", (), (), self.name, "no_context")
+    def _chat(self, system: str, user: str):
         self.client.api_key = os.environ.get(self.api_key_env)
-        system, user = build_prompt(question, contexts)
-        text, usage, refused = chat_openai(self.client, self.model, system, user, max_tokens=self.max_tokens)
-        if refused:
-            return Answer(question, NOT_FOUND, "not_found", (), tuple(contexts), self.name, "refusal", usage,
-                          time.perf_counter() - t0)
-        return parse_answer(text, question, contexts, generator=self.name, usage=usage,
-                            latency_s=time.perf_counter() - t0)
+        return chat_openai(self.client, self.model, system, user, max_tokens=self.max_tokens)
 
 
-class AnthropicGenerator:
+class AnthropicGenerator(_ChatGenerator):
     """Claude through the ``anthropic`` SDK (``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` or ``base_url``)."""
 
     def __init__(self, model: str = "claude-sonnet-4-5", *, base_url: str | None = None,
@@ -101,16 +114,7 @@ class AnthropicGenerator:
         self._args = (base_url, api_key_env, timeout, max_retries)
         self._client = None
 
-    def generate(self, question: str, contexts: Sequence[Chunk]) -> Answer:
-        t0 = time.perf_counter()
-        if not contexts:
-            return Answer(question, NOT_FOUND, "not_found", (), (), self.name, "no_context")
+    def _chat(self, system: str, user: str):
         if self._client is None:
             _, self._client = _anthropic_client(*self._args)
-        system, user = build_prompt(question, contexts)
-        text, usage, refused = chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
-        if refused:
-            return Answer(question, NOT_FOUND, "not_found", (), tuple(contexts), self.name, "refusal", usage,
-                          time.perf_counter() - t0)
-        return parse_answer(text, question, contexts, generator=self.name, usage=usage,
-                            latency_s=time.perf_counter() - t0)
+        return chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
