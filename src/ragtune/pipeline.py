@@ -47,15 +47,43 @@ def _embedder(embedder: Any, show_progress: bool):
     return CachedEmbedder(get_embedder(embedder), show_progress=show_progress)
 
 
+def _bm25(chunks: Sequence[Chunk], config: BM25Config, cache_dir: Any) -> BM25Retriever:
+    """Build BM25, or load it from ``cache_dir`` (keyed by the chunk ids and config) and save it there."""
+    if cache_dir is None:
+        return BM25Retriever.build(chunks, config)
+    import hashlib
+    import json
+    from pathlib import Path
+
+    key = hashlib.sha256(json.dumps([[c.id for c in chunks], config.to_dict()]).encode()).hexdigest()[:24]
+    folder = Path(cache_dir) / key
+    if (folder / "ragtune-bm25.json").exists():
+        try:
+            return BM25Retriever.load(folder, chunks, config)
+        except (ConfigError, OSError, ValueError, KeyError):
+            pass  # damaged or foreign: rebuild
+    retriever = BM25Retriever.build(chunks, config)
+    tmp = folder.with_name(folder.name + f".tmp{__import__('os').getpid()}")
+    retriever.save(tmp)
+    try:
+        tmp.rename(folder)
+    except OSError:  # another process saved it first
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+    return retriever
+
+
 def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: Any = "minilm",
-                    show_progress: bool = False, **options: Any) -> Retriever:
+                    show_progress: bool = False, bm25_cache: Any = None, **options: Any) -> Retriever:
     """``bm25`` (options k1, b, method...), ``dense`` (embedder) or ``hybrid``
-    (BM25 + dense by RRF; options rrf_k, weights, depth, plus BM25's)."""
+    (BM25 + dense by RRF; options rrf_k, weights, depth, plus BM25's). With ``bm25_cache`` (a folder),
+    BM25 indexes are saved there and loaded again for the same chunks and config."""
     ann = bool(options.pop("ann", False))
     if name == "bm25":
         if ann:
             raise ConfigError("ann applies to dense and hybrid retrieval only")
-        return BM25Retriever.build(chunks, BM25Config.from_dict(options))
+        return _bm25(chunks, BM25Config.from_dict(options), bm25_cache)
     if name == "dense":
         if options:
             raise ConfigError(f"dense retrieval takes no option(s) {', '.join(map(repr, options))}; "
@@ -63,7 +91,7 @@ def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: An
         return DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
     if name == "hybrid":
         fuse = {k: options.pop(k) for k in ("rrf_k", "weights", "depth") if k in options}
-        bm25 = BM25Retriever.build(chunks, BM25Config.from_dict(options))
+        bm25 = _bm25(chunks, BM25Config.from_dict(options), bm25_cache)
         dense = DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
         return HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
                                depth=fuse.get("depth", 50))

@@ -53,3 +53,22 @@ def test_top_k_breaks_ties_by_index_and_drops_zero():
     assert top_k(scores, 3).tolist() == [1, 4, 0]
     assert top_k(scores, 10, min_score=0.0).tolist() == [1, 4, 0, 2]
     assert top_k(scores, 0).tolist() == []
+
+
+def test_save_and_load_give_the_same_rankings(tmp_path):
+    from ragtune.pipeline import build_retriever
+
+    r = build(tmp_path / "c", {"a.txt": "the cat was running across the garden", "b.txt": "a dog barked at cats",
+                               "c.txt": "stock markets fell"})
+    r.save(tmp_path / "idx")
+    loaded = BM25Retriever.load(tmp_path / "idx", r.chunks, r.config)
+    for q in ("running cats", "dog", "markets", "zebra"):
+        assert [(h.chunk.id, round(h.score, 5)) for h in loaded.search(q, k=3).hits] == \
+            [(h.chunk.id, round(h.score, 5)) for h in r.search(q, k=3).hits]
+    with pytest.raises(ConfigError, match="other chunks or another configuration"):
+        BM25Retriever.load(tmp_path / "idx", r.chunks[:2], r.config)
+    # the cache folder path: built once, loaded the second time
+    first = build_retriever(r.chunks, "bm25", bm25_cache=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 1
+    second = build_retriever(r.chunks, "bm25", bm25_cache=tmp_path / "cache")
+    assert [h.chunk.id for h in second.search("cats", k=3).hits] == [h.chunk.id for h in first.search("cats", k=3).hits]

@@ -81,6 +81,37 @@ class BM25Retriever:
         model.index(ids, show_progress=False)
         return cls(chunks, model, tokenizer, config)
 
+    def save(self, folder) -> None:
+        """Write the index as plain files (bm25s arrays as .npy, vocabularies and params as JSON; no pickle)."""
+        import json
+        from pathlib import Path
+
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._model.save(str(folder), show_progress=False)
+        self._tokenizer.save_vocab(str(folder))
+        (folder / "ragtune-bm25.json").write_text(json.dumps({"config": self.config.to_dict(), "n_chunks": len(self.chunks),
+                                                               "chunk_ids": [c.id for c in self.chunks]}))
+
+    @classmethod
+    def load(cls, folder, chunks: Sequence[Chunk], config: BM25Config | None = None) -> "BM25Retriever":
+        """Load an index written by :meth:`save` for exactly these ``chunks`` (checked) and config."""
+        import json
+        from pathlib import Path
+
+        import bm25s
+        from bm25s.tokenization import Tokenizer
+
+        config = config or BM25Config()
+        folder = Path(folder)
+        meta = json.loads((folder / "ragtune-bm25.json").read_text())
+        if meta["config"] != config.to_dict() or meta["chunk_ids"] != [c.id for c in chunks]:
+            raise ConfigError(f"{folder}: the saved BM25 index was built for other chunks or another configuration")
+        model = bm25s.BM25.load(str(folder), show_progress=False)
+        tokenizer = Tokenizer(stopwords=config.stopwords or [], stemmer=_stemmer(config.stemmer))
+        tokenizer.load_vocab(str(folder))
+        return cls(chunks, model, tokenizer, config)
+
     def _query_ids(self, query: str) -> list[int]:
         ids = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
         return [i for i in ids if i != self._empty_id]

@@ -228,7 +228,10 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
             opts["depth"] = opts.pop("fusion_depth")
         if isinstance(opts.get("weights"), tuple):
             opts["weights"] = list(opts["weights"])
-        base = build_retriever(chunks, spec.retriever, embedder=emb if emb else spec.embedder, **opts)
+        from ..embed.cache import default_cache_dir
+
+        base = build_retriever(chunks, spec.retriever, embedder=emb if emb else spec.embedder,
+                               bm25_cache=default_cache_dir() / "bm25", **opts)
         build_s = time.perf_counter() - t0
         index_cache[ikey] = (base, build_s)
         if len(index_cache) > 4:
