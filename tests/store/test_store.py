@@ -166,3 +166,20 @@ def test_cli_answers_from_a_store_are_logged_unless_switched_off(corpus_dir, tmp
     assert main(["answer", "--store", str(s), "Do you sell gift cards?", "--no-log"]) == 0
     rows = list(TelemetryLog(s / "telemetry.sqlite").rows())
     assert len(rows) == 1 and rows[0]["outcome"] == "not_found" and rows[0]["version"] == "v0001"
+
+
+def test_versions_store_bm25_and_loading_rebuilds_nothing(corpus_dir, tmp_path, monkeypatch):
+    import ragtune.store.build as build_mod
+
+    store = IndexStore(tmp_path / "s")
+    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "k1": 1.2}))
+    assert (v.path / "bm25" / "ragtune-bm25.json").exists()
+    expected = [h.chunk.id for h in load_pipeline(store).retriever.search("refunds", k=3).hits]
+
+    def no_build(*a, **k):
+        raise AssertionError("BM25 was rebuilt instead of loaded")
+
+    monkeypatch.setattr(build_mod.BM25Retriever, "build", no_build)
+    p = load_pipeline(store)
+    assert [h.chunk.id for h in p.retriever.search("refunds", k=3).hits] == expected
+    assert p.base.config.k1 == 1.2

@@ -28,6 +28,13 @@ def _embedder(name: str, show_progress: bool):
     return CachedEmbedder(get_embedder(name), show_progress=show_progress)
 
 
+def _bm25_for(config: IndexConfig, chunks: list[Chunk]):
+    if config.retriever not in ("bm25", "hybrid"):
+        return None
+    opts = {k: v for k, v in config.retriever_options.items() if k not in ("rrf_k", "weights", "depth", "ann")}
+    return BM25Retriever.build(chunks, BM25Config.from_dict(opts))
+
+
 def _embedding_info(emb) -> dict[str, Any]:
     return {"model": emb.model_id, "key": emb.cache_key, "dim": int(emb.dim)}
 
@@ -50,7 +57,8 @@ def build_version(store: IndexStore, corpus: Corpus, config: IndexConfig, *, pro
         embedding = _embedding_info(emb)
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
     v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats)
+                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats,
+                            bm25=_bm25_for(config, chunks))
     if promote or (promote is None and store.current_id() is None):
         store.promote(v.id)
     return v
@@ -118,14 +126,15 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
             vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
     v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id, stats=stats)
+                            embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id, stats=stats,
+                            bm25=_bm25_for(config, chunks))
     if promote:
         store.promote(v.id)
     return v, stats
 
 
 def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False) -> Pipeline:
-    """A ready :class:`Pipeline` from a stored version (BM25 is rebuilt from the chunks; vectors are loaded)."""
+    """A ready :class:`Pipeline` from a stored version: BM25 index and vectors are loaded, nothing is rebuilt."""
     v = store.get(version)
     config = IndexConfig.from_dict(v.manifest["config"])
     corpus = store.corpus(v.id)
@@ -134,7 +143,12 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
     opts = dict(config.retriever_options)
     fuse = {k: opts.pop(k) for k in ("rrf_k", "weights", "depth") if k in opts}
     ann = bool(opts.pop("ann", False))
-    bm25 = BM25Retriever.build(chunks, BM25Config.from_dict(opts)) if config.retriever in ("bm25", "hybrid") else None
+    bm25 = None
+    if config.retriever in ("bm25", "hybrid"):
+        bm25_config = BM25Config.from_dict(opts)
+        saved = v.path / "bm25"
+        bm25 = (BM25Retriever.load(saved, chunks, bm25_config) if saved.is_dir()
+                else BM25Retriever.build(chunks, bm25_config))  # versions written before BM25 was stored
     dense = None
     if config.uses_vectors:
         emb = _embedder(config.embedder, show_progress)

@@ -12,6 +12,7 @@ Layout::
         chunks.jsonl          the chunks (spans, anchors, heading paths, embed text)
         parents.jsonl         small-to-big parents (when used)
         vectors.npy           float32 chunk vectors (dense and hybrid)
+        bm25/                 the BM25 index as bm25s writes it (.npy arrays, JSON vocabularies; bm25 and hybrid)
       building/               versions being written; a killed build leaves debris here, never in versions/
 
 A version appears in ``versions/`` only by an atomic rename of a complete
@@ -343,7 +344,8 @@ class IndexStore:
 
     def write_version(self, *, config: IndexConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
-                      parent_version: str | None = None, stats: Mapping[str, Any] | None = None) -> VersionInfo:
+                      parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
+                      bm25=None) -> VersionInfo:
         """Write a complete version under building/, then rename it into versions/ in one step."""
         self.versions_dir.mkdir(parents=True, exist_ok=True)
         lock = self._lock()
@@ -361,6 +363,8 @@ class IndexStore:
                     np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
                     f.flush()
                     os.fsync(f.fileno())
+            if bm25 is not None:
+                bm25.save(tmp / "bm25")
             manifest = {
                 "id": vid, "ragtune": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "config": config.to_dict(), "config_hash": config.config_hash(),
