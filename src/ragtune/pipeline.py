@@ -13,7 +13,7 @@ from .errors import ConfigError
 from .evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
 from .golden import GoldenSet
 from .retrieve.base import Retriever
-from .retrieve.bm25 import BM25Config, BM25Retriever
+from .retrieve.bm25 import BM25Config, BM25Retriever, indexed_texts_key
 from .retrieve.dense import DenseRetriever
 from .retrieve.fusion import HybridRetriever
 from .retrieve.parents import ParentRetriever
@@ -48,14 +48,14 @@ def _embedder(embedder: Any, show_progress: bool):
 
 
 def _bm25(chunks: Sequence[Chunk], config: BM25Config, cache_dir: Any) -> BM25Retriever:
-    """Build BM25, or load it from ``cache_dir`` (keyed by the chunk ids and config) and save it there."""
+    """Build BM25, or load it from ``cache_dir`` (keyed by the indexed texts and config) and save it there."""
     if cache_dir is None:
         return BM25Retriever.build(chunks, config)
     import hashlib
     import json
     from pathlib import Path
 
-    key = hashlib.sha256(json.dumps([[c.id for c in chunks], config.to_dict()]).encode()).hexdigest()[:24]
+    key = hashlib.sha256(json.dumps([indexed_texts_key(chunks), config.to_dict()]).encode()).hexdigest()[:24]
     folder = Path(cache_dir) / key
     if (folder / "ragtune-bm25.json").exists():
         try:

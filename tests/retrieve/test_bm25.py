@@ -72,3 +72,20 @@ def test_save_and_load_give_the_same_rankings(tmp_path):
     assert len(list((tmp_path / "cache").iterdir())) == 1
     second = build_retriever(r.chunks, "bm25", bm25_cache=tmp_path / "cache")
     assert [h.chunk.id for h in second.search("cats", k=3).hits] == [h.chunk.id for h in first.search("cats", k=3).hits]
+
+
+def test_bm25_cache_tells_prefixed_from_plain_chunks(tmp_path):
+    """Same spans (same chunk ids), different indexed text: the cache must not hand one the other's index."""
+    from ragtune.pipeline import build_retriever
+
+    corpus = load_corpus(write_files(tmp_path / "c", {"zebra.md": "# Zebra facts\n\nStripes help with flies.\n",
+                                                       "other.md": "# Other\n\nNothing about flies here at all.\n"}))
+    plain = chunk_corpus(corpus, make_chunker("section"))
+    prefixed = chunk_corpus(corpus, make_chunker("section", prefix=True))
+    assert [c.id for c in plain] == [c.id for c in prefixed]
+    a = build_retriever(plain, "bm25", bm25_cache=tmp_path / "cache")
+    b = build_retriever(prefixed, "bm25", bm25_cache=tmp_path / "cache")
+    assert len(list((tmp_path / "cache").iterdir())) == 2
+    # the title word reaches only the prefixed index
+    assert [h.chunk.doc_id for h in b.search("zebra flies", k=1).hits] == ["zebra.md"]
+    assert a.search("zebra flies", k=2).hits[0].score < b.search("zebra flies", k=2).hits[0].score

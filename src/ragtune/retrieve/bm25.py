@@ -14,7 +14,18 @@ from ..types import Chunk, Hit, Ranking
 from .base import top_k
 from .filters import ChunkFilter
 
-__all__ = ["BM25Config", "BM25Retriever"]
+__all__ = ["BM25Config", "BM25Retriever", "indexed_texts_key"]
+
+
+def indexed_texts_key(chunks: Sequence[Chunk]) -> str:
+    """A hash of what BM25 indexes: each chunk's id and its embed_text (the prefix changes the latter only)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(c.id.encode())
+        h.update(hashlib.sha256(c.embed_text.encode("utf-8")).digest())
+    return h.hexdigest()
 
 METHODS = ("lucene", "robertson", "atire", "bm25l", "bm25+")
 STEMMERS = ("english", "porter", None)
@@ -91,7 +102,7 @@ class BM25Retriever:
         self._model.save(str(folder), show_progress=False)
         self._tokenizer.save_vocab(str(folder))
         (folder / "ragtune-bm25.json").write_text(json.dumps({"config": self.config.to_dict(), "n_chunks": len(self.chunks),
-                                                               "chunk_ids": [c.id for c in self.chunks]}))
+                                                               "texts": indexed_texts_key(self.chunks)}))
 
     @classmethod
     def load(cls, folder, chunks: Sequence[Chunk], config: BM25Config | None = None) -> "BM25Retriever":
@@ -105,7 +116,7 @@ class BM25Retriever:
         config = config or BM25Config()
         folder = Path(folder)
         meta = json.loads((folder / "ragtune-bm25.json").read_text())
-        if meta["config"] != config.to_dict() or meta["chunk_ids"] != [c.id for c in chunks]:
+        if meta["config"] != config.to_dict() or meta.get("texts") != indexed_texts_key(chunks):
             raise ConfigError(f"{folder}: the saved BM25 index was built for other chunks or another configuration")
         model = bm25s.BM25.load(str(folder), show_progress=False)
         tokenizer = Tokenizer(stopwords=config.stopwords or [], stemmer=_stemmer(config.stemmer))
