@@ -183,3 +183,32 @@ def test_versions_store_bm25_and_loading_rebuilds_nothing(corpus_dir, tmp_path, 
     p = load_pipeline(store)
     assert [h.chunk.id for h in p.retriever.search("refunds", k=3).hits] == expected
     assert p.base.config.k1 == 1.2
+
+
+def test_promote_is_atomic_for_concurrent_readers(corpus_dir, tmp_path):
+    """Readers polling CURRENT while versions are promoted back and forth only ever see a complete version id."""
+    import threading
+
+    store = IndexStore(tmp_path / "s")
+    corpus = load_corpus(corpus_dir)
+    ids = {build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"})).id for _ in range(3)}
+    seen, bad = set(), []
+    stop = threading.Event()
+
+    def reader():
+        while not stop.is_set():
+            vid = store.current_id()
+            if vid in ids:
+                seen.add(vid)
+            else:
+                bad.append(vid)
+
+    threads = [threading.Thread(target=reader) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for i in range(200):
+        store.promote(sorted(ids)[i % 3])
+    stop.set()
+    for t in threads:
+        t.join()
+    assert bad == [] and seen == ids
