@@ -55,7 +55,10 @@ def _bm25(chunks: Sequence[Chunk], config: BM25Config, cache_dir: Any) -> BM25Re
     import json
     from pathlib import Path
 
-    key = hashlib.sha256(json.dumps([indexed_texts_key(chunks), config.to_dict()]).encode()).hexdigest()[:24]
+    import bm25s
+
+    # bm25s's version is part of the key: its saved format and scoring may change between releases
+    key = hashlib.sha256(json.dumps([bm25s.__version__, indexed_texts_key(chunks), config.to_dict()]).encode()).hexdigest()[:24]
     folder = Path(cache_dir) / key
     if (folder / "ragtune-bm25.json").exists():
         try:

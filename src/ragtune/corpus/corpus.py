@@ -65,11 +65,14 @@ class Corpus:
 
     @property
     def fingerprint(self) -> str:
-        """sha256 over every document's id, title and text, in order."""
+        """sha256 over every document's id, title, text and metadata, in order."""
         if self._fingerprint is None:
+            import json
+
             h = hashlib.sha256()
             for d in self.documents:
-                for part in (d.id, d.title, d.text):
+                meta = json.dumps(dict(d.metadata), sort_keys=True, default=str)
+                for part in (d.id, d.title, d.text, meta):
                     b = part.encode("utf-8")
                     h.update(len(b).to_bytes(8, "little"))
                     h.update(b)

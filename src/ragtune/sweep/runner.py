@@ -50,8 +50,12 @@ def _cached_chunking(corpus, chunker) -> tuple[list, list]:
     from ..embed.cache import default_cache_dir
     from ..types import Chunk
 
+    from .. import __version__
+
     cfg = chunker.config.to_dict() if getattr(chunker, "config", None) else {}
-    key = hashlib.sha256(json.dumps([corpus.fingerprint, chunker.name, cfg], sort_keys=True, default=str).encode())
+    # the ragtune version is part of the key: another release may chunk differently
+    key = hashlib.sha256(json.dumps([__version__, corpus.fingerprint, chunker.name, cfg], sort_keys=True,
+                                    default=str).encode())
     path = default_cache_dir() / "chunks" / f"{key.hexdigest()[:24]}.jsonl"
     if path.exists():
         try:
