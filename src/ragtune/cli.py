@@ -289,8 +289,9 @@ def cmd_anchors(args: argparse.Namespace) -> int:
 
 
 def cmd_search(args: argparse.Namespace) -> int:
+    filters = _filters(args)  # a typo in a filter fails before anything is built
     pipeline = _pipeline(args)
-    ranking = pipeline.retriever.search(args.query, k=args.k, filters=_filters(args))
+    ranking = pipeline.retriever.search(args.query, k=args.k, filters=filters)
     if args.json:
         print(json.dumps(ranking.to_dict(), indent=2, ensure_ascii=False))
         return 0
@@ -430,8 +431,8 @@ def cmd_answer(args: argparse.Namespace) -> int:
     from .answer import answer_question, make_generator
 
     generator = make_generator(args.generator)
-    pipeline = _pipeline(args)
     filters = _filters(args)
+    pipeline = _pipeline(args)
     ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, gate=_gate(args),
                                    filters=filters)
     log_path = None if args.no_log else (args.log or (os.path.join(args.store, "telemetry.sqlite") if args.store else None))
@@ -480,12 +481,21 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _existing_log(path: str):
+    """A telemetry log to read: a missing file is a mistake, not an empty log."""
+    from .serve.telemetry import TelemetryLog
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"telemetry log {path!r} does not exist (a server writes STORE/telemetry.sqlite by default)")
+    return TelemetryLog(path)
+
+
 def cmd_gaps(args: argparse.Namespace) -> int:
     from .embed import get_embedder
     from .serve.gaps import cluster_gaps
     from .serve.telemetry import TelemetryLog, parse_since
 
-    log = TelemetryLog(args.log)
+    log = _existing_log(args.log)
     rows = list(log.rows(since=parse_since(args.since), outcome="not_found"))
     retriever = None
     if args.store:
@@ -511,10 +521,14 @@ def cmd_gaps(args: argparse.Namespace) -> int:
 def cmd_log_export(args: argparse.Namespace) -> int:
     from .serve.telemetry import TelemetryLog, parse_since
 
-    out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    log = _existing_log(args.log)
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
+    except OSError as e:
+        raise ConfigError(f"cannot write {args.out}: {e.strerror or e}") from None
     n = 0
     try:
-        for row in TelemetryLog(args.log).rows(since=parse_since(args.since)):
+        for row in log.rows(since=parse_since(args.since)):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             n += 1
     finally:
@@ -530,9 +544,9 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from .evaluate.evaluate import covers
 
     golden = load_golden(args.golden, split=args.split)
+    filters = _filters(args)
     pipeline = _pipeline(args)
     corpus = pipeline.corpus
-    filters = _filters(args)
     answerable, unanswerable, no_evidence = [], [], []
     for item in progress_iter(golden.items, "calibrating", enabled=True):
         ranking = pipeline.retriever.search(item.q, k=args.k, filters=filters) if filters else \
@@ -575,7 +589,10 @@ def _index_config(args: argparse.Namespace):
             text = path.read_text(encoding="utf-8")
         except OSError as e:
             raise ConfigError(f"cannot read {path}: {e.strerror or e}") from None
-        data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        try:
+            data = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+            raise ConfigError(f"{path}: cannot parse: {e}") from None
         if not isinstance(data, dict):
             raise ConfigError(f"{path}: expected a table of eval flag names, e.g. chunker = \"markdown\"")
         flags.update(data)

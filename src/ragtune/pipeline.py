@@ -129,6 +129,7 @@ class Pipeline:
     parents: list[Chunk] = field(default_factory=list)  # what is returned, for small-to-big
     reranker: Reranker | None = None
     candidates: int = 50
+    version: str | None = None  # the store version this pipeline was loaded from
 
     @cached_property
     def retriever(self) -> Retriever:

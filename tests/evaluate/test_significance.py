@@ -46,3 +46,9 @@ def test_holm_by_hand():
 def test_mismatched_lengths():
     with pytest.raises(ValueError, match="same questions"):
         randomization_test([1, 2], [1])
+
+
+@pytest.mark.parametrize("n", [0, -5])
+def test_resample_count_must_be_positive(n):
+    with pytest.raises(ValueError, match="positive integer"):
+        randomization_test([0, 1], [1, 1], n=n)

@@ -89,3 +89,12 @@ def test_bm25_cache_tells_prefixed_from_plain_chunks(tmp_path):
     # the title word reaches only the prefixed index
     assert [h.chunk.doc_id for h in b.search("zebra flies", k=1).hits] == ["zebra.md"]
     assert a.search("zebra flies", k=2).hits[0].score < b.search("zebra flies", k=2).hits[0].score
+
+
+def test_queries_do_not_grow_the_vocabulary(tmp_path):
+    r = build(tmp_path, {"a.txt": "the cat was running", "b.txt": "dogs bark"})
+    before = (len(r._tokenizer.word_to_stem), len(r._tokenizer.get_vocab_dict()))
+    for i in range(200):
+        r.search(f"unseen{i} words running", k=2)
+    assert (len(r._tokenizer.word_to_stem), len(r._tokenizer.get_vocab_dict())) == before
+    assert [h.chunk.doc_id for h in r.search("runs of cats", k=2).hits] == ["a.txt"]

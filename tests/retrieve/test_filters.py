@@ -72,3 +72,13 @@ def test_unknown_field_lists_known_ones(tmp_path):
     f = ChunkFilter(chunk_corpus(corpus, make_chunker("document")))
     with pytest.raises(ConfigError, match="unknown filter field\\(s\\) 'lang'; fields in this corpus: dir, doc_id, path, year"):
         f.mask("lang=en")
+
+
+def test_mask_cache_tells_true_from_one_and_quotes_keep_unicode(tmp_path):
+    corpus = load_corpus(write_files(tmp_path / "c", {"a.md": "---\ndraft: true\nplace: café\n---\n# A\ntext\n",
+                                                      "b.md": "---\ndraft: 1\n---\n# B\ntext\n"}))
+    f = ChunkFilter(chunk_corpus(corpus, make_chunker("document")))
+    assert f.mask("draft=true").tolist() == [True, False]
+    assert f.mask("draft=1").tolist() == [False, True]  # not the cached mask of draft=true
+    assert f.mask('place="café"').tolist() == [True, False]
+    assert parse_filter(r'place="a \"quoted\" word"').value == 'a "quoted" word'

@@ -138,3 +138,26 @@ def test_a_version_that_fails_to_load_is_reported_not_retried(tmp_path):
         assert version == "v0001"  # still serving the loaded version
         time.sleep(0.02)
     assert calls.count("v0002") == 1 and "disk on fire" in holder.failed["v0002"]
+
+
+def test_a_rollback_during_a_load_wins(tmp_path):
+    from ragtune.serve.app import PipelineHolder
+
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    store = IndexStore(tmp_path / "s")
+    for _ in range(2):
+        build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    release = threading.Event()
+
+    def loader(vid):
+        if vid == "v0002":
+            release.wait(10)  # a slow load
+        return f"pipeline-{vid}"
+
+    holder = PipelineHolder(store, loader=loader)
+    store.promote("v0002")
+    holder.get()  # starts loading v0002
+    store.rollback()  # back to v0001 while v0002 is still loading
+    release.set()
+    time.sleep(0.3)
+    assert holder.get() == ("v0001", "pipeline-v0001") and holder.swaps == 0

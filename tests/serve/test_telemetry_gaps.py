@@ -66,3 +66,9 @@ def test_gaps_and_export_cli(tmp_path, capsys):
     assert main(["log", "export", "--log", path, "--out", str(export)]) == 0
     rows = [json.loads(line) for line in export.read_text().splitlines()]
     assert len(rows) == 7 and rows[-1]["outcome"] == "answered"
+
+
+def test_reading_a_missing_log_is_an_error(tmp_path, capsys):
+    assert main(["gaps", "--log", str(tmp_path / "typo.sqlite")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "typo.sqlite").exists()

@@ -212,3 +212,13 @@ def test_promote_is_atomic_for_concurrent_readers(corpus_dir, tmp_path):
     for t in threads:
         t.join()
     assert bad == [] and seen == ids
+
+
+def test_reranked_store_pipelines_keep_their_version(corpus_dir, tmp_path):
+    store = IndexStore(tmp_path / "s")
+    build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+    p = load_pipeline(store)
+    assert p.version == "v0001" and p.with_reranker(None, 10).version == "v0001"
+    with pytest.raises(StoreError, match="not an index store"):
+        IndexStore(tmp_path / "typo").gc(keep=1)
+    assert not (tmp_path / "typo").exists()

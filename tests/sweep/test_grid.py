@@ -77,3 +77,13 @@ def test_defaults_are_the_same_configuration_and_labels_show_retriever_options()
     sem = RunSpec.from_flags({"chunker": "semantic", "embedder": "e5-small", "overlap": 64})
     assert dict(sem.chunker_options) == {"embedder": "e5-small"}  # overlap dropped, the embedder reaches the chunker
     sem.validate()
+
+
+def test_bad_numbers_and_prefix_are_reported_before_running():
+    with pytest.raises(GridError) as e:
+        parse_grid({"k": [0, "x"], "depth": "abc", "samples": -3, "baseline": BASE,
+                    "grid": {"chunker": ["fixed"], "prefix": ["no"]}})
+    msg = str(e.value)
+    for needle in ["k: expected positive integers", "depth: expected an integer >= 1", "samples: expected an integer >= 1",
+                   "prefix must be true or false, got 'no'"]:
+        assert needle in msg

@@ -99,10 +99,11 @@ class CachedEmbedder:
     def cache_key(self) -> str:
         return self.inner.cache_key
 
-    def _embed(self, texts: Sequence[str], kind: str) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Passage vectors: from the cache where present, embedded (and stored) otherwise."""
         input_keys = getattr(self.inner, "input_keys", None)
         if input_keys is not None:  # keyed by what the model sees: texts equal up to truncation share a vector
-            model = f"{self.inner.cache_key}|{kind}|tokens"
+            model = f"{self.inner.cache_key}|passage|tokens"
             new = [t for t in dict.fromkeys(texts) if t not in self._keys]
             if new:
                 if len(self._keys) > 500_000:
@@ -110,7 +111,7 @@ class CachedEmbedder:
                 self._keys.update(zip(new, input_keys(new)))
             keys = [self._keys[t] for t in texts]
         else:
-            model = f"{self.inner.cache_key}|{kind}"
+            model = f"{self.inner.cache_key}|passage"
             keys = [EmbeddingCache.text_key(t) for t in texts]
         found = self.cache.get_many(model, list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(k for k in keys if k not in found))
@@ -118,20 +119,16 @@ class CachedEmbedder:
         self.stats["hits"] += len(texts) - len(missing)  # served without embedding (cached or repeated)
         self.stats["misses"] += len(missing)
         missing.sort(key=lambda k: len(text_of[k]))
-        fn = self.inner.embed if kind == "passage" else self.inner.embed_queries
         starts = range(0, len(missing), self.batch)
         for s in progress_iter(starts, f"embedding {len(missing)} texts", enabled=self.show_progress and len(missing) > self.batch):
             ks = missing[s:s + self.batch]
-            vecs = fn([text_of[k] for k in ks])
+            vecs = self.inner.embed([text_of[k] for k in ks])
             new = dict(zip(ks, vecs))
             self.cache.put_many(model, new)
             found.update(new)
         if not texts:
             return np.zeros((0, self.inner.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._embed(texts, "passage")
 
     def memoize_queries(self, queries: Sequence[str]) -> list[float]:
         """Embed ``queries`` once now and serve them from memory afterwards (a sweep asks the same

@@ -18,6 +18,11 @@ __all__ = ["randomization_test", "bootstrap_test", "holm", "TESTS"]
 TESTS = ("randomization", "bootstrap")
 
 
+def _check_n(n: int) -> None:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"the number of resamples must be a positive integer, got {n!r}")
+
+
 def _diffs(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     x = np.asarray(a, dtype=np.float64)
     y = np.asarray(b, dtype=np.float64)
@@ -32,6 +37,7 @@ def randomization_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000
     Each resample flips the sign of every per-question difference with
     probability 1/2; the p-value is :math:`(1 + \#\{|\bar d^*| \ge |\bar d|\}) / (1 + n)`.
     """
+    _check_n(n)
     d = _diffs(a, b)
     if d.size == 0 or not np.any(d):
         return 1.0
@@ -47,6 +53,7 @@ def randomization_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000
 
 def bootstrap_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000, seed: int = 0) -> float:
     """Two-sided paired bootstrap test: resample questions, centre the differences under the null."""
+    _check_n(n)
     d = _diffs(a, b)
     if d.size == 0 or not np.any(d):
         return 1.0

@@ -76,6 +76,9 @@ class BM25Retriever:
         self._tokenizer = tokenizer
         vocab = tokenizer.get_vocab_dict()
         self._empty_id = vocab.get("")
+        self._vocab = vocab  # stem (or word) -> token id
+        self._stop = frozenset(tokenizer.stopwords or ())
+        self._stem = _stemmer(config.stemmer)
         self.filter = ChunkFilter(self.chunks)
 
     @classmethod
@@ -124,7 +127,11 @@ class BM25Retriever:
         return cls(chunks, model, tokenizer, config)
 
     def _query_ids(self, query: str) -> list[int]:
-        ids = self._tokenizer.tokenize([query], update_vocab=False, return_as="ids", show_progress=False)[0]
+        """The query's token ids, tokenised exactly as the chunks were. Done here rather than with
+        ``Tokenizer.tokenize``, which remembers every unseen query word: a server would grow without bound."""
+        words = [w for w in self._tokenizer.splitter(query.lower()) if w not in self._stop]
+        terms = [self._stem(w) for w in words] if self._stem is not None else words
+        ids = [self._vocab[t] for t in terms if t in self._vocab]
         return [i for i in ids if i != self._empty_id]
 
     def scores(self, query: str) -> np.ndarray:

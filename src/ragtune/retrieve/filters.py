@@ -114,7 +114,7 @@ def _eq(x: Any, c: Any) -> bool:
 def _value(tok: tuple[str, str]) -> Any:
     kind, text = tok
     if kind == "str":
-        return bytes(text[1:-1], "utf-8").decode("unicode_escape")
+        return re.sub(r"\\(.)", r"\1", text[1:-1])  # a backslash escapes the character after it
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -258,7 +258,7 @@ class ChunkFilter:
     def __init__(self, chunks: Sequence[Chunk]):
         self._fields = [chunk_fields(c) for c in chunks]
         self.known: set[str] = set().union(*(f.keys() for f in self._fields)) if self._fields else set()
-        self._cache: dict[Filter, np.ndarray] = {}
+        self._cache: dict[str, np.ndarray] = {}
 
     def mask(self, flt: str | Filter | None) -> np.ndarray | None:
         """Boolean mask of the chunks ``flt`` allows (None when there is no filter).
@@ -269,7 +269,8 @@ class ChunkFilter:
         flt = parse_filter(flt)
         if flt is None:
             return None
-        cached = self._cache.get(flt)
+        key = repr(flt)  # not the filter itself: True == 1 == 1.0 would share an entry
+        cached = self._cache.get(key)
         if cached is not None:
             return cached
         unknown = sorted(flt.fields() - self.known)
@@ -279,5 +280,5 @@ class ChunkFilter:
         mask = np.fromiter((flt.matches(f) for f in self._fields), dtype=bool, count=len(self._fields))
         if len(self._cache) > 64:
             self._cache.clear()
-        self._cache[flt] = mask
+        self._cache[key] = mask
         return mask

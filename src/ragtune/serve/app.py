@@ -22,7 +22,11 @@ MAX_K = 100
 
 
 class PipelineHolder:
-    """The loaded pipeline of the store's current version, swapped when CURRENT changes."""
+    """The loaded pipeline of the store's current version, swapped when CURRENT changes.
+
+    ``(version, pipeline)`` is one tuple assigned in one step, so a reader never pairs one
+    version's label with another's pipeline.
+    """
 
     def __init__(self, store, *, loader=None):
         from ..store import load_pipeline
@@ -31,18 +35,28 @@ class PipelineHolder:
         self._load = loader or (lambda vid: load_pipeline(store, vid))
         self._lock = threading.Lock()
         self._loading: str | None = None
-        self.version = store.current_id()
-        if self.version is None:
+        vid = store.current_id()
+        if vid is None:
             raise ConfigError(f"{store.root} has no current version; build or promote one first")
-        self.pipeline = self._load(self.version)
+        self._current = (vid, self._load(vid))
         self.swaps = 0
         self.failed: dict[str, str] = {}  # versions that could not be loaded: not retried
+
+    @property
+    def version(self) -> str:
+        return self._current[0]
+
+    @property
+    def pipeline(self):
+        return self._current[1]
 
     def _swap_in(self, vid: str) -> None:
         try:
             pipeline = self._load(vid)
-            self.pipeline, self.version = pipeline, vid  # readers see the old or the new pair's pipeline
-            self.swaps += 1
+            with self._lock:
+                if self.store.current_id() == vid:  # a rollback during the load wins: drop this one
+                    self._current = (vid, pipeline)
+                    self.swaps += 1
         except Exception as e:  # keep serving the loaded version; report, do not retry this one
             self.failed[vid] = f"{type(e).__name__}: {e}"
         finally:
@@ -51,15 +65,14 @@ class PipelineHolder:
 
     def get(self) -> tuple[str, Any]:
         current = self.store.current_id()
-        if current and current != self.version and current not in self.failed:
+        if current and current != self._current[0] and current not in self.failed:
             with self._lock:
-                start = self._loading is None
+                start = self._loading is None and current != self._current[0]
                 if start:
                     self._loading = current
             if start:
                 threading.Thread(target=self._swap_in, args=(current,), daemon=True).start()
-        pipeline, version = self.pipeline, self.version
-        return version, pipeline
+        return self._current
 
 
 def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | None = None, generator: str = "extractive",

@@ -166,9 +166,7 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
     else:
         base = HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
                                depth=fuse.get("depth", 50))
-    p = Pipeline(corpus, chunker, base, chunks, parents)
-    p.version = v.id  # type: ignore[attr-defined]
-    return p
+    return Pipeline(corpus, chunker, base, chunks, parents, version=v.id)
 
 
 def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",

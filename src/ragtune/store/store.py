@@ -246,7 +246,7 @@ class IndexStore:
     # --- pointer -----------------------------------------------------------------------------
     def promote(self, version: str) -> VersionInfo:
         """Make ``version`` current (atomic: readers see the old or the new pointer, never half)."""
-        v = self.get(version)
+        v = self.get(version)  # also refuses a folder that is not a store
         lock = self._lock()
         try:
             hist = [h for h in self.history() if h != v.id] + [v.id]
@@ -283,6 +283,7 @@ class IndexStore:
         """Delete versions beyond the ``keep`` newest, never the current one or the rollback target."""
         if keep < 1:
             raise ConfigError("gc --keep must be at least 1")
+        self._require()
         lock = self._lock()  # never while a build is writing
         try:
             return self._gc_locked(keep)

@@ -131,11 +131,17 @@ class RunSpec:
                              and v != RETRIEVER_DEFAULTS.get(k)))
         uses_embedder = retriever in ("dense", "hybrid") or chunker == "semantic"
         rerank = f.get("rerank") or None
+        prefix = f.get("prefix")
+        if prefix is not None and not isinstance(prefix, bool):
+            raise ConfigError(f"prefix must be true or false, got {prefix!r}")
+        candidates = f.get("candidates", 50)
+        if isinstance(candidates, bool) or not isinstance(candidates, int):
+            raise ConfigError(f"candidates must be an integer, got {candidates!r}")
         return cls(
             chunker=chunker, prefix=f.get("prefix"), chunker_options=copts, retriever=retriever,
             retriever_options=ropts, embedder=f.get("embedder", "minilm") if uses_embedder else "minilm",
             rerank=rerank, rerank_model=f.get("rerank_model") if rerank else None,
-            candidates=int(f.get("candidates", 50)) if rerank else 50, filter=f.get("filter") or None,
+            candidates=candidates if rerank else 50, filter=f.get("filter") or None,
         )
 
     def validate(self) -> None:
@@ -250,7 +256,18 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
     if unknown:
         problems.append(f"unknown top-level key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(TOP_LEVEL)}")
     ks_raw = data.get("k", [5, 10, 20])
-    ks = tuple(sorted({int(k) for k in (ks_raw if isinstance(ks_raw, list) else [ks_raw])}))
+    ks_list = ks_raw if isinstance(ks_raw, list) else [ks_raw]
+    if not ks_list or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks_list):
+        problems.append(f"k: expected positive integers like [5, 10, 20], got {ks_raw!r}")
+        ks_list = [5, 10, 20]
+    ks = tuple(sorted(set(ks_list)))
+    numbers = {}
+    for name, default, lo in (("depth", 100, 1), ("samples", 10000, 1), ("seed", 0, 0)):
+        v = data.get(name, default)
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
+            problems.append(f"{name}: expected an integer >= {lo}, got {v!r}")
+            v = default
+        numbers[name] = v
     metric = str(data.get("metric", "recall@10"))
     if (err := _check_metric(metric, ks)) is not None:
         problems.append(err)
@@ -292,9 +309,8 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
     if problems:
         raise GridError(f"{source or 'grid'}: {len(problems)} problem(s):\n" + "\n".join(f"- {p}" for p in problems))
     assert baseline is not None
-    return Grid(specs=tuple(specs.values()), baseline=baseline, metric=metric, ks=ks,
-                depth=int(data.get("depth", 100)), test=test, samples=int(data.get("samples", 10000)),
-                seed=int(data.get("seed", 0)), source=source, raw=dict(data))
+    return Grid(specs=tuple(specs.values()), baseline=baseline, metric=metric, ks=ks, depth=numbers["depth"], test=test,
+                samples=numbers["samples"], seed=numbers["seed"], source=source, raw=dict(data))
 
 
 def load_grid(path: str | os.PathLike[str]) -> Grid:

@@ -177,7 +177,7 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
             if path.exists():
                 try:
                     record = json.loads(path.read_text())
-                    if record.get("spec") == spec.to_dict():
+                    if record.get("spec") == json.loads(json.dumps(spec.to_dict())):  # tuples come back as lists
                         records.append(record)
                         progress.advance(computed=False)
                         continue
