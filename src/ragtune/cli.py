@@ -27,6 +27,7 @@ from .golden import check_golden, load_golden
 from .embed import EMBEDDERS
 from .evaluate.evaluate import _finite
 from .pipeline import RERANKERS, RETRIEVERS, Pipeline, default_chunker, run_eval
+from .retrieve.base import search as run_search
 from .retrieve.filters import combine_filters
 from .chunking import CHUNKERS
 
@@ -549,8 +550,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     corpus = pipeline.corpus
     answerable, unanswerable, no_evidence = [], [], []
     for item in progress_iter(golden.items, "calibrating", enabled=True):
-        ranking = pipeline.retriever.search(item.q, k=args.k, filters=filters) if filters else \
-            pipeline.retriever.search(item.q, k=args.k)
+        ranking = run_search(pipeline.retriever, item.q, args.k, filters)
         score = top_score(ranking)
         if item.answerable:
             spans = [corpus.resolve(a) for a in item.relevant]

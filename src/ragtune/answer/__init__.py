@@ -6,6 +6,7 @@ import time
 from typing import Any
 
 from ..errors import ConfigError
+from ..retrieve.base import search as run_search
 from .base import NOT_FOUND, Answer, Citation, Generator, build_prompt, parse_answer
 from .extractive import ExtractiveGenerator
 from .gate import Calibration, ConfidenceGate, calibrate_threshold, top_score
@@ -51,7 +52,7 @@ def answer_question(retriever, question: str, generator: Generator, *, k: int = 
     if not question.strip():
         raise ConfigError("empty question")
     t0 = time.perf_counter()
-    ranking = retriever.search(question, k=k, filters=filters) if filters is not None else retriever.search(question, k=k)
+    ranking = run_search(retriever, question, k, filters)
     contexts = tuple(h.chunk for h in ranking.hits)
     if gate is not None and not gate.allows(ranking):
         return Answer(question, NOT_FOUND, "not_found", (), contexts, generator.name, "gate",

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..evaluate.evaluate import covers
 from ..golden import GoldenSet
+from ..retrieve.base import search as run_search
 from ..progress import progress_iter
 from . import answer_question
 from .base import Generator
@@ -30,7 +31,7 @@ def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge:
     llm_judge = judge != "heuristic"
     prompt_tokens = 0
     for item in golden:
-        ranking = retriever.search(item.q, k=k, filters=filters) if filters is not None else retriever.search(item.q, k=k)
+        ranking = run_search(retriever, item.q, k, filters)
         system, user = build_prompt(item.q, [h.chunk for h in ranking.hits])
         prompt_tokens += (len(system) + len(user)) // 4
     n = len(golden)

@@ -16,6 +16,7 @@ from ..errors import ConfigError, UnknownAnchorError
 from ..golden import GoldenItem, GoldenSet
 from ..progress import progress_iter
 from ..retrieve.base import Retriever
+from ..retrieve.base import search as run_search
 from ..types import Chunk, Ranking
 from .metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 
@@ -223,8 +224,7 @@ def evaluate(
     stage_times: dict[str, list[float]] = {}
     totals: list[float] = []
     for item in progress_iter(golden.items, "evaluating", enabled=show_progress):
-        ranking = retriever.search(item.q, k=depth, filters=filters) if filters is not None else \
-            retriever.search(item.q, k=depth)
+        ranking = run_search(retriever, item.q, depth, filters)
         results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax))
         for stage, t in ranking.timings.items():
             stage_times.setdefault(stage, []).append(t)

@@ -31,11 +31,10 @@ def _diffs(a: Sequence[float], b: Sequence[float]) -> np.ndarray:
     return y - x
 
 
-def randomization_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000, seed: int = 0) -> float:
-    r"""Two-sided paired randomization (permutation) test of mean(b - a) = 0.
+def _p_value(a: Sequence[float], b: Sequence[float], n: int, seed: int, resample) -> float:
+    """(1 + resamples whose |mean| reaches the observed |mean|) / (1 + n), resampling 1000 at a time.
 
-    Each resample flips the sign of every per-question difference with
-    probability 1/2; the p-value is :math:`(1 + \#\{|\bar d^*| \ge |\bar d|\}) / (1 + n)`.
+    ``resample(rng, d, m)`` returns ``m`` resampled means of the per-question differences ``d``.
     """
     _check_n(n)
     d = _diffs(a, b)
@@ -45,27 +44,31 @@ def randomization_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000
     observed = abs(d.mean())
     count = 0
     for start in range(0, n, 1000):
-        m = min(1000, n - start)
-        signs = rng.integers(0, 2, size=(m, d.size), dtype=np.int8) * 2 - 1
-        count += int(np.count_nonzero(np.abs(signs @ d) / d.size >= observed - 1e-12))
+        means = resample(rng, d, min(1000, n - start))
+        count += int(np.count_nonzero(np.abs(means) >= observed - 1e-12))
     return (1 + count) / (1 + n)
+
+
+def randomization_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000, seed: int = 0) -> float:
+    r"""Two-sided paired randomization (permutation) test of mean(b - a) = 0.
+
+    Each resample flips the sign of every per-question difference with
+    probability 1/2; the p-value is :math:`(1 + \#\{|\bar d^*| \ge |\bar d|\}) / (1 + n)`.
+    """
+    def flip(rng, d, m):
+        signs = rng.integers(0, 2, size=(m, d.size), dtype=np.int8) * 2 - 1
+        return (signs @ d) / d.size
+
+    return _p_value(a, b, n, seed, flip)
 
 
 def bootstrap_test(a: Sequence[float], b: Sequence[float], *, n: int = 10000, seed: int = 0) -> float:
     """Two-sided paired bootstrap test: resample questions, centre the differences under the null."""
-    _check_n(n)
-    d = _diffs(a, b)
-    if d.size == 0 or not np.any(d):
-        return 1.0
-    rng = np.random.default_rng(seed)
-    observed = abs(d.mean())
-    centred = d - d.mean()
-    count = 0
-    for start in range(0, n, 1000):
-        m = min(1000, n - start)
+    def draw(rng, d, m):
         idx = rng.integers(0, d.size, size=(m, d.size))
-        count += int(np.count_nonzero(np.abs(centred[idx].mean(axis=1)) >= observed - 1e-12))
-    return (1 + count) / (1 + n)
+        return (d - d.mean())[idx].mean(axis=1)
+
+    return _p_value(a, b, n, seed, draw)
 
 
 def holm(p_values: Sequence[float]) -> list[float]:

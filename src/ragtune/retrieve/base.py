@@ -8,7 +8,7 @@ import numpy as np
 
 from ..types import Ranking
 
-__all__ = ["Retriever", "top_k"]
+__all__ = ["Retriever", "search", "top_k"]
 
 
 @runtime_checkable
@@ -19,6 +19,14 @@ class Retriever(Protocol):
     name: str
 
     def search(self, query: str, k: int = 10, filters: Any = None) -> Ranking: ...
+
+
+def search(retriever: Retriever, query: str, k: int, filters: Any = None) -> Ranking:
+    """``retriever.search``, passing ``filters`` only when there are some, so retrievers written
+    against the plain ``search(query, k)`` signature keep working unfiltered."""
+    if filters is None:
+        return retriever.search(query, k=k)
+    return retriever.search(query, k=k, filters=filters)
 
 
 def top_k(scores: np.ndarray, k: int, *, min_score: float | None = None,
