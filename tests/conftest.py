@@ -1,79 +1,12 @@
+"""Fixtures shared by the whole suite. Plain helpers and fixture data live in ``tests/helpers.py``."""
+
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-
-
-def shared_dataset(name: str) -> Path:
-    path = SHARED / name
-    if not path.exists():
-        pytest.skip(f"shared dataset {name} not available at {path}")
-    return path
-
-
-def write_files(root: Path, files: dict[str, str | bytes]) -> Path:
-    for rel, content in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        if isinstance(content, bytes):
-            p.write_bytes(content)
-        else:
-            p.write_text(content, encoding="utf-8", newline="")
-    return root
-
-
-def write_jsonl(path: Path, rows: list[dict]) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    return path
-
-
-GUIDE = """---
-title: Billing guide
-owner: payments
----
-Intro text before any heading.
-
-# Billing
-
-Overview of billing.
-
-## Refunds {#refunds}
-
-Refunds are issued within 14 days of a cancelled order.
-
-### Partial refunds
-
-A partial refund returns part of the order amount.
-
-## Invoices
-
-Invoices are sent monthly by email.
-
-```python
-# Not a heading
-print("hi")
-```
-
-## Invoices
-
-A second section with the same title.
-"""
-
-FAQ = """Frequently asked
-================
-
-How do I reset my password?
-
-Accounts
---------
-
-Account deletion is permanent after thirty days.
-"""
+from tests.helpers import FAQ, GUIDE, write_files
 
 
 @pytest.fixture

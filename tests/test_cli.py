@@ -3,7 +3,7 @@ import json
 import pytest
 
 from ragtune.cli import main
-from tests.conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 
 def golden_file(tmp_path, rows):

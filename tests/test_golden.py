@@ -1,7 +1,7 @@
 import pytest
 
 from ragtune import GoldenSetError, check_golden, load_corpus, load_golden
-from tests.conftest import write_files, write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 
 def test_jsonl_list_and_graded_relevance(tmp_path):

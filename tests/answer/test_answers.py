@@ -10,7 +10,7 @@ from ragtune.answer.llm import AnthropicGenerator, OpenAIChatGenerator
 from ragtune.cli import main
 from ragtune.http import APIError
 from tests.answer.fake_llm import FakeLLM
-from tests.conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 CTX = [Chunk(id="c1", doc_id="guide/billing.md", text="Refunds are issued within 14 days of a cancelled order.",
              start=10, end=65, embed_text="", anchors=("guide/billing.md#refunds",)),

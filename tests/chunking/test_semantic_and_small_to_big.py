@@ -4,7 +4,7 @@ import pytest
 from ragtune import ConfigError, Document, Pipeline, load_corpus, load_golden, make_chunker, run_eval
 from ragtune.chunking import SemanticChunker, SemanticChunkerConfig
 from ragtune.corpus.markdown import parse_markdown
-from tests.conftest import write_files, write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 
 class TopicEmbedder:

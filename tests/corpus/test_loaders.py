@@ -3,7 +3,7 @@ import json
 import pytest
 
 from ragtune import CorpusError, CorpusNotFoundError, RagtuneError, UnknownAnchorError, load_corpus
-from tests.conftest import write_files, write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 
 def test_markdown_folder(md_corpus):

@@ -5,7 +5,7 @@ import pytest
 
 from ragtune import (Chunk, Hit, Pipeline, Ranking, UnknownAnchorError, evaluate, load_corpus, load_golden)
 from ragtune.evaluate import covers
-from tests.conftest import write_jsonl
+from tests.helpers import write_jsonl
 
 
 class FixedRetriever:

@@ -7,7 +7,7 @@ import pytest
 from ir_measures import P, R, RR, Success, nDCG
 
 from ragtune import Pipeline, evaluate, load_corpus, load_golden
-from tests.conftest import shared_dataset, write_files, write_jsonl
+from tests.helpers import shared_dataset, write_files, write_jsonl
 
 MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "recall@20": R @ 20, "hit@5": Success @ 5,
             "precision@10": P @ 10, "mrr": RR, "ndcg@10": nDCG @ 10}

@@ -2,7 +2,7 @@ import pytest
 
 from ragtune import BM25Config, BM25Retriever, ConfigError, chunk_corpus, load_corpus, make_chunker
 from ragtune.retrieve import top_k
-from tests.conftest import write_files
+from tests.helpers import write_files
 
 import numpy as np
 

@@ -7,7 +7,7 @@ from ragtune.retrieve import BM25Config, BM25Retriever
 from ragtune.retrieve.dense import DenseRetriever
 from ragtune.retrieve.fusion import HybridRetriever, rrf
 from ragtune.retrieve.rerank import EmbeddingReranker, RerankedRetriever
-from tests.conftest import write_files
+from tests.helpers import write_files
 
 TOPICS = ["refund", "invoice", "password", "shipping"]
 

@@ -3,7 +3,7 @@ import pytest
 from ragtune import ConfigError, chunk_corpus, load_corpus, make_chunker
 from ragtune.retrieve import BM25Config, BM25Retriever
 from ragtune.retrieve.filters import ChunkFilter, chunk_fields, parse_filter
-from tests.conftest import write_files
+from tests.helpers import write_files
 
 
 @pytest.mark.parametrize("expr, meta, expected", [

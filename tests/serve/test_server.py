@@ -10,8 +10,7 @@ import pytest
 
 from ragtune import load_corpus
 from ragtune.store import IndexConfig, IndexStore, build_version
-from tests.conftest import write_files
-from tests.sweep.test_runner import DOCS
+from tests.helpers import DOCS, write_files
 
 uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")

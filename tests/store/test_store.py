@@ -12,8 +12,7 @@ import pytest
 from ragtune import load_corpus, load_golden
 from ragtune.cli import main
 from ragtune.store import IndexConfig, IndexStore, StoreError, build_version, load_pipeline, migrate, refresh_version
-from tests.conftest import write_files, write_jsonl
-from tests.sweep.test_runner import DOCS, QUESTIONS
+from tests.helpers import DOCS, QUESTIONS, write_files, write_jsonl
 
 
 @pytest.fixture

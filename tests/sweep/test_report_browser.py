@@ -10,7 +10,7 @@ import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.sweep import parse_grid, sweep
-from tests.conftest import write_files, write_jsonl
+from tests.helpers import write_files, write_jsonl
 from tests.sweep.test_runner import DOCS, GRID, QUESTIONS
 
 playwright = pytest.importorskip("playwright.sync_api")

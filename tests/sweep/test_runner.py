@@ -6,7 +6,7 @@ import ragtune.sweep.runner as runner_mod
 from ragtune import load_corpus, load_golden
 from ragtune.cli import main
 from ragtune.sweep import SweepStateError, parse_grid, run_sweep, summarize, sweep
-from tests.conftest import write_files, write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 DOCS = {
     "billing/refunds.md": "# Refunds\n\nRefunds are paid within fourteen days of a cancelled order.\n\n## Partial refunds\n\nPart of the order amount is returned when only some items come back.\n",
