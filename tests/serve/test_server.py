@@ -52,8 +52,9 @@ def served(tmp_path):
 
 
 def test_endpoints_validation_and_key(served):
-    url, store, log, _ = served
-    assert call(url, "/health") == (200, {"status": "ok", "version": "v0001"})
+    url, store, log, app = served
+    code, body = call(url, "/health")
+    assert code == 200 and body["status"] == "ok" and body["version"] == "v0001" and body["problems"] == []
     assert call(url, "/search", {"query": "refunds"})[0] == 401
     code, body = call(url, "/search", {"query": "how long do refunds take", "k": 2}, key="s3cret")
     assert code == 200 and body["version"] == "v0001" and len(body["hits"]) == 2
@@ -72,9 +73,15 @@ def test_endpoints_validation_and_key(served):
     assert code == 200 and body["outcome"] == "not_found"
     code, body = call(url, "/versions", key="s3cret")
     assert body["current"] == "v0001" and [v["id"] for v in body["versions"]] == ["v0001", "v0002"]
-    with urllib.request.urlopen(url + "/docs") as r:
-        assert r.status == 200
+    for path in ("/docs", "/redoc"):  # off by default: Swagger UI would load scripts from a CDN
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(url + path)
+        assert e.value.code == 404
+    with urllib.request.urlopen(url + "/openapi.json") as r:
+        assert "/search" in json.loads(r.read())["paths"]
     from ragtune.serve.telemetry import TelemetryLog
+
+    assert app.state.telemetry.flush(5)
 
     rows = list(TelemetryLog(log).rows())
     assert [r["outcome"] for r in rows] == ["answered", "not_found"]
@@ -115,7 +122,7 @@ def test_promote_and_rollback_swap_without_failing_requests(served):
     assert versions == {"v0001", "v0002"} and app.state.holder.swaps == 2
 
 
-def test_a_version_that_fails_to_load_is_reported_not_retried(tmp_path):
+def test_a_failed_load_is_reported_and_retried_on_promote_and_with_backoff(tmp_path, capsys):
     from ragtune.serve.app import PipelineHolder
 
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
@@ -123,20 +130,59 @@ def test_a_version_that_fails_to_load_is_reported_not_retried(tmp_path):
     build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
     build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
     calls = []
+    broken = {"v0002"}
 
     def loader(vid):
         calls.append(vid)
-        if vid == "v0002":
+        if vid in broken:
             raise RuntimeError("disk on fire")
-        return object()
+        return f"pipeline-{vid}"
 
-    holder = PipelineHolder(store, loader=loader)
+    def settle():
+        deadline = time.time() + 5
+        while holder._loading is not None and time.time() < deadline:
+            time.sleep(0.01)
+
+    holder = PipelineHolder(store, loader=loader, retry_base=60)
     store.promote("v0002")
     for _ in range(20):
         version, _ = holder.get()
         assert version == "v0001"  # still serving the loaded version
-        time.sleep(0.02)
-    assert calls.count("v0002") == 1 and "disk on fire" in holder.failed["v0002"]
+        settle()
+    assert calls.count("v0002") == 1 and "disk on fire" in holder.failed["v0002"]  # backoff: not retried at once
+    assert "could not load version v0002 (attempt 1): RuntimeError: disk on fire" in capsys.readouterr().err
+    assert "failed to load" in holder.problems()[0]
+    broken.clear()  # the files are restored...
+    store.promote("v0002")  # ...and the version promoted again: retried at once
+    holder.get()
+    settle()
+    assert holder.get()[0] == "v0002" and calls.count("v0002") == 2 and holder.failed == {}
+    assert holder.problems() == []
+    assert "loaded version v0002 after earlier failures" in capsys.readouterr().err
+
+
+def test_a_failed_load_is_retried_after_the_backoff(tmp_path):
+    from ragtune.serve.app import PipelineHolder
+
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    store = IndexStore(tmp_path / "s")
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    attempts = []
+
+    def loader(vid):
+        attempts.append(time.monotonic())
+        if vid == "v0002" and len(attempts) < 4:  # the first load is v0001's; two failures, then it loads
+            raise RuntimeError("transient")
+        return f"pipeline-{vid}"
+
+    holder = PipelineHolder(store, loader=loader, retry_base=0.2)
+    store.promote("v0002")
+    deadline = time.time() + 10
+    while holder.get()[0] != "v0002" and time.time() < deadline:
+        time.sleep(0.01)
+    assert holder.version == "v0002" and len(attempts) == 4
+    assert attempts[2] - attempts[1] >= 0.2 and attempts[3] - attempts[2] >= 0.4  # the wait doubles
 
 
 def test_a_rollback_during_a_load_wins(tmp_path):

@@ -1,38 +1,85 @@
 """The HTTP server: search and answers from an index store, hot-swapping versions.
 
-``POST /search``, ``POST /answer``, ``GET /versions``, ``GET /health``; OpenAPI
-docs at ``/docs``. The store's current version is checked on every request;
-a newly promoted (or rolled-back) version is loaded in the background while
-requests keep being served by the loaded one, then swapped in one assignment,
-so no request fails during a promote. Snippets come from the index only.
+``POST /search``, ``POST /answer``, ``GET /versions``, ``GET /health``; the
+OpenAPI schema at ``/openapi.json`` and, with ``docs=True``, Swagger UI at
+``/docs``. The store's current version is checked on every request; a newly
+promoted (or rolled-back) version is loaded in the background while requests
+keep being served by the loaded one, then swapped in one assignment, so no
+request fails during a promote. A version that fails to load is reported on
+standard error and retried with backoff, and at once when it is promoted
+again; ``/health`` says ``degraded`` meanwhile. Snippets come from the index
+only.
+
+Answers never wait on the telemetry log: rows go through a bounded queue to
+one writer thread (:class:`~ragtune.serve.telemetry.TelemetryWriter`), and
+``/health`` runs on the event loop, needing no worker thread.
 """
 
 
 import hmac
+import ipaddress
+import os
+import sys
 import threading
 import time
 from typing import Any
 
 from ..errors import ConfigError, MissingDependencyError, RagtuneError
 
-__all__ = ["create_app", "PipelineHolder"]
+__all__ = ["create_app", "PipelineHolder", "check_bind", "check_port", "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K"]
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
+MAX_BODY_BYTES = 64 * 1024
+
+
+def _is_loopback(host: str) -> bool:
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip().strip("[]")).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost: it may resolve to any interface
+
+
+def check_bind(host: str, api_key: str | None, insecure: bool = False) -> str | None:
+    """Refuse to listen beyond this machine without an API key, unless ``insecure``.
+
+    Returns a warning to print when ``insecure`` allows it, None when there is
+    nothing to say; raises :class:`ConfigError` when the bind is refused.
+    """
+    if _is_loopback(host) or api_key:
+        return None
+    if not insecure:
+        raise ConfigError(f"--host {host} accepts connections from other machines and no API key is set: set one "
+                          "in the environment variable named by --api-key-env (default RAGTUNE_API_KEY), listen on "
+                          "127.0.0.1, or pass --insecure-no-key to serve without a key")
+    return (f"warning: listening on {host} without an API key (--insecure-no-key): anyone who can reach this "
+            "port can search and read the index")
+
+
+def check_port(port: int) -> int:
+    """``port`` if it is a TCP port number (1 to 65535), else :class:`ConfigError`."""
+    if isinstance(port, bool) or not isinstance(port, int) or not 1 <= port <= 65535:
+        raise ConfigError(f"--port {port!r}: a TCP port is a whole number from 1 to 65535, e.g. --port 8000")
+    return port
 
 
 class PipelineHolder:
     """The loaded pipeline of the store's current version, swapped when CURRENT changes.
 
     ``(version, pipeline)`` is one tuple assigned in one step, so a reader never pairs one
-    version's label with another's pipeline.
+    version's label with another's pipeline. A version that fails to load is reported on
+    ``stderr`` with its cause and retried: after ``retry_base`` seconds, doubling per failure
+    up to ``retry_max``, and at once when ``CURRENT`` is written again (a new promote).
     """
 
-    def __init__(self, store, *, loader=None):
+    def __init__(self, store, *, loader=None, retry_base: float = 2.0, retry_max: float = 300.0):
         from ..store import load_pipeline
 
         self.store = store
         self._load = loader or (lambda vid: load_pipeline(store, vid))
+        self.retry_base, self.retry_max = retry_base, retry_max
         self._lock = threading.Lock()
         self._loading: str | None = None
         vid = store.current_id()
@@ -40,7 +87,8 @@ class PipelineHolder:
             raise ConfigError(f"{store.root} has no current version; build or promote one first")
         self._current = (vid, self._load(vid))
         self.swaps = 0
-        self.failed: dict[str, str] = {}  # versions that could not be loaded: not retried
+        self.failed: dict[str, str] = {}  # version id -> the last load error (cleared when it loads)
+        self._failures: dict[str, dict[str, Any]] = {}  # version id -> attempts, next retry, pointer seen
 
     @property
     def version(self) -> str:
@@ -50,54 +98,178 @@ class PipelineHolder:
     def pipeline(self):
         return self._current[1]
 
-    def _swap_in(self, vid: str) -> None:
+    def _pointer(self) -> tuple[str | None, tuple | None]:
+        """CURRENT's version id and a signature of the file: a promote replaces the file, changing it."""
         try:
-            pipeline = self._load(vid)
+            st = os.stat(self.store.root / "CURRENT")
+            sig: tuple | None = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+        except OSError:
+            sig = None
+        return self.store.current_id(), sig
+
+    def _swap_in(self, vid: str, sig: tuple | None) -> None:
+        try:
+            try:
+                pipeline = self._load(vid)
+            except Exception as e:  # keep serving the loaded version; report, retry later
+                message = f"{type(e).__name__}: {e}"
+                with self._lock:
+                    prev = self._failures.get(vid)
+                    attempts = prev["attempts"] + 1 if prev and prev["pointer"] == sig else 1
+                    wait = min(self.retry_max, self.retry_base * 2 ** (attempts - 1))
+                    self._failures[vid] = {"attempts": attempts, "next": time.monotonic() + wait, "pointer": sig}
+                    self.failed[vid] = message
+                print(f"ragtune serve: could not load version {vid} (attempt {attempts}): {message}; still serving "
+                      f"{self.version}; retrying in {wait:g} s, or at once when {vid} is promoted again",
+                      file=sys.stderr, flush=True)
+                return
             with self._lock:
-                if self.store.current_id() == vid:  # a rollback during the load wins: drop this one
+                swapped = self.store.current_id() == vid  # a rollback during the load wins: drop this one
+                if swapped:
                     self._current = (vid, pipeline)
                     self.swaps += 1
-        except Exception as e:  # keep serving the loaded version; report, do not retry this one
-            self.failed[vid] = f"{type(e).__name__}: {e}"
+                    recovered = self.failed.pop(vid, None) is not None
+                    self._failures.pop(vid, None)
+            if swapped and recovered:
+                print(f"ragtune serve: loaded version {vid} after earlier failures; serving it now",
+                      file=sys.stderr, flush=True)
         finally:
             with self._lock:
                 self._loading = None
 
     def get(self) -> tuple[str, Any]:
-        current = self.store.current_id()
-        if current and current != self._current[0] and current not in self.failed:
+        """The (version, pipeline) to serve now; starts loading a newer current version if one is due."""
+        try:
+            current, sig = self._pointer()
+        except OSError:  # an unreadable pointer: keep serving what is loaded
+            return self._current
+        if current and current != self._current[0]:
             with self._lock:
-                start = self._loading is None and current != self._current[0]
+                f = self._failures.get(current)
+                due = f is None or f["pointer"] != sig or time.monotonic() >= f["next"]
+                start = due and self._loading is None and current != self._current[0]
                 if start:
                     self._loading = current
             if start:
-                threading.Thread(target=self._swap_in, args=(current,), daemon=True).start()
+                threading.Thread(target=self._swap_in, args=(current, sig), daemon=True,
+                                 name=f"ragtune-load-{current}").start()
         return self._current
+
+    def problems(self) -> list[str]:
+        """Why the served version is not the current one (empty when it is)."""
+        try:
+            current = self.store.current_id()
+        except OSError as e:
+            return [f"cannot read the current pointer: {e}"]
+        serving = self.version
+        if current is None:
+            return [f"the store has no current version; serving {serving}"]
+        if current == serving:
+            return []
+        with self._lock:
+            f, error, loading = self._failures.get(current), self.failed.get(current), self._loading
+        if loading == current:
+            return [f"loading version {current}; serving {serving} until it has loaded"]
+        if f is not None and error is not None:
+            left = max(0.0, f["next"] - time.monotonic())
+            return [f"version {current} failed to load ({f['attempts']} attempts): {error}; serving {serving}; "
+                    f"next attempt in {left:.0f} s or when it is promoted again"]
+        return [f"version {current} is current but {serving} is served; the next request starts loading it"]
+
+
+def _body_limit(app, limit: int):
+    """ASGI middleware: a body over ``limit`` bytes gets 413 before the rest of it is read."""
+    import json
+
+    async def too_large(send) -> None:
+        body = json.dumps({"detail": f"request body over {limit} bytes; send a shorter query or filter"}).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": body})
+
+    async def middleware(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > limit:
+                    return await too_large(send)
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away
+                async def gone():
+                    return message
+                return await app(scope, gone, send)
+            size += len(message.get("body", b""))
+            if size > limit:  # a body without (or with a false) content-length
+                return await too_large(send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return middleware
+
+
+def _valid_text(name: str, v: str) -> None:
+    try:
+        v.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ValueError(f"{name} has an invalid character at position {e.start} (a lone UTF-16 surrogate); "
+                         "send valid Unicode text") from None
 
 
 def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | None = None, generator: str = "extractive",
-               gate: float | None = None):
+               gate: float | None = None, docs: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
+               telemetry=None, holder: PipelineHolder | None = None):
+    """The FastAPI app over the store at ``store_dir``.
+
+    ``log_path``: the telemetry log (None: no logging); a log that cannot be opened
+    leaves logging off with a warning on stderr, and the app starts anyway.
+    ``telemetry``: a ready :class:`~ragtune.serve.telemetry.TelemetryWriter` instead.
+    ``docs``: serve Swagger UI at ``/docs`` (its scripts come from a CDN, so the
+    browser needs internet access); off by default.
+    """
     try:
+        from contextlib import asynccontextmanager
+
         from fastapi import Depends, FastAPI, HTTPException, Request
         from fastapi.exceptions import RequestValidationError
         from fastapi.responses import JSONResponse
-        from pydantic import BaseModel, Field, field_validator
+        from pydantic import BaseModel, ConfigDict, Field, field_validator
     except ImportError:
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
 
     from ..answer import ConfidenceGate, answer_question, make_generator
     from ..store import IndexStore
-    from .telemetry import TelemetryLog
+    from .telemetry import TelemetryWriter
 
     store = IndexStore(store_dir)
-    holder = PipelineHolder(store)
+    holder = holder or PipelineHolder(store)
     gen = make_generator(generator)
     gate_ = ConfidenceGate(gate) if gate is not None else None
-    telemetry = TelemetryLog(log_path) if log_path else None
+    writer = telemetry if telemetry is not None else TelemetryWriter(log_path)
 
     class SearchRequest(BaseModel):
-        query: str = Field(..., description="the question or keywords")
-        k: int = Field(10, description=f"results to return, 1 to {MAX_K}")
+        model_config = ConfigDict(extra="forbid", strict=True)
+
+        query: str = Field(..., description=f"the question or keywords, 1 to {MAX_QUERY_CHARS} characters")
+        k: int = Field(10, description=f"results to return, 1 to {MAX_K} (a JSON integer, not a string)")
         filters: str | None = Field(None, description="metadata filter expression, e.g. \"dir=tutorial\"")
 
         @field_validator("query")
@@ -107,6 +279,14 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                 raise ValueError("query is empty: send the question to search for")
             if len(v) > MAX_QUERY_CHARS:
                 raise ValueError(f"query has {len(v)} characters; the limit is {MAX_QUERY_CHARS}")
+            _valid_text("query", v)
+            return v
+
+        @field_validator("filters")
+        @classmethod
+        def _filters(cls, v: str | None) -> str | None:
+            if v is not None:
+                _valid_text("filters", v)
             return v
 
         @field_validator("k")
@@ -117,19 +297,34 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             return v
 
     class AnswerRequest(SearchRequest):
-        k: int = Field(5, description=f"contexts given to the generator, 1 to {MAX_K}")
+        k: int = Field(5, description=f"contexts given to the generator, 1 to {MAX_K} (a JSON integer)")
+
+    fields = ", ".join(SearchRequest.model_fields)
 
     def check_key(request: Request) -> None:
         if api_key and not hmac.compare_digest(request.headers.get("x-api-key", "").encode(), api_key.encode()):
             raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
 
-    app = FastAPI(title="ragtune", description="Search and cited answers over a versioned ragtune index store.")
+    @asynccontextmanager
+    async def lifespan(app):
+        yield
+        writer.close()
+
+    app = FastAPI(title="ragtune", description="Search and cited answers over a versioned ragtune index store.",
+                  docs_url="/docs" if docs else None, redoc_url=None, lifespan=lifespan)
     app.state.holder = holder
+    app.state.telemetry = writer
+    app.add_middleware(lambda inner: _body_limit(inner, max_body_bytes))
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError):  # say what to fix; never echo the input back
-        problems = [{"field": ".".join(str(p) for p in e.get("loc", ()) if p != "body"),
-                     "message": str(e.get("msg", "")).removeprefix("Value error, ")} for e in exc.errors()]
+        problems = []
+        for e in exc.errors():
+            field = ".".join(str(p) for p in e.get("loc", ()) if p != "body")
+            message = str(e.get("msg", "")).removeprefix("Value error, ")
+            if e.get("type") == "extra_forbidden":
+                message = f"unknown field {field!r}; the fields are {fields}"
+            problems.append({"field": field, "message": message})
         return JSONResponse(status_code=422, content={"detail": problems})
 
     def run(fn):
@@ -141,13 +336,22 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             raise HTTPException(status_code=500, detail=str(e)) from None
 
     @app.get("/health")
-    def health() -> dict[str, Any]:
-        return {"status": "ok", "version": holder.version}
+    async def health() -> dict[str, Any]:  # on the event loop: never waits for a worker thread or the log
+        holder.get()  # a due (re)load starts in the background; nothing here waits for it
+        problems = holder.problems()
+        stats = writer.stats()
+        if stats["enabled"] and not stats["ok"]:
+            problems.append("telemetry: rows are failing or waiting to be written; answers are still served")
+        elif not stats["enabled"] and log_path is not None:
+            problems.append("telemetry: the log could not be opened; answers are served but not logged")
+        return {"status": "degraded" if problems else "ok", "version": holder.version, "problems": problems,
+                "telemetry": {k: stats[k] for k in ("enabled", "written", "failed", "dropped", "queued")}}
 
     @app.get("/versions", dependencies=[Depends(check_key)])
     def versions() -> dict[str, Any]:
         cur = store.current_id()
         return {"current": cur, "serving": holder.version, "load_errors": dict(holder.failed),
+                "telemetry": writer.stats(),
                 "versions": [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
                               "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]}
 
@@ -167,10 +371,9 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         ans, ranking = run(lambda: answer_question(pipeline.retriever, req.query, gen, k=req.k, gate=gate_,
                                                    filters=req.filters))
         latency = (time.perf_counter() - t0) * 1000
-        if telemetry is not None:
-            telemetry.log(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,
-                          filters=req.filters, latency_ms=latency, source="server",
-                          retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
+        writer.submit(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,  # never blocks
+                      filters=req.filters, latency_ms=latency, source="server",
+                      retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
         return {"version": version, **ans.to_dict()}
 
     return app
