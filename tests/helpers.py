@@ -106,3 +106,59 @@ QUESTIONS = [
     ("q7", "next day delivery", ["shipping.md"]),
     ("q8", "do you sell gift cards", []),
 ]
+
+
+# The sweep fixture: a help centre built so that configurations really differ (BM25 only).
+#
+# - p1..p5 name an appliance that appears only in a document's front-matter title, never in its text: only the
+#   heading prefix ("Dishwasher > Loading") puts that word into the index. The other query word appears in a short
+#   distractor with a higher term frequency, which wins rank 1 whenever the title word is missing.
+# - s1, s2 are answered by one sentence of the long orders.md. Small chunks (8 tokens) isolate that sentence; a long
+#   chunk dilutes it (BM25 length normalisation) below a short distractor that repeats one query word (gifts.md,
+#   delivery.md). The 40-token window holding both sentences still wins s2 (three matched words) but loses s1; the
+#   whole section (56 tokens) loses both.
+# - e1..e3 are answered at rank 1 by every configuration; u1 is unanswerable.
+#
+# recall@1 per configuration (1 = first hit at rank 1), the baseline being fixed size=8 without prefix:
+#
+#                  p1..p5  s1  s2  e1..e3   wins/ties/losses vs baseline
+#   fixed 8         0       1   1   1        (baseline)
+#   fixed 8 prefix  1       1   1   1        5/5/0   fixed p1..p5
+#   fixed 40 prefix 1       0   1   1        5/4/1   fixed p1..p5, broken s1
+#   section prefix  1       0   0   1        5/3/2   fixed p1..p5, broken s1 s2
+#   fixed 40        0       0   1   1        0/9/1   broken s1
+#   section         0       0   0   1        0/8/2   broken s1 s2
+SWEEP_DOCS = {
+    "dishwasher.md": "---\ntitle: Dishwasher\n---\n# Loading\n\nPlates face the centre and glasses go on the top rack.\n\n## Detergent\n\nUse one tablet per wash; tablets dissolve in the first rinse.\n",
+    "washing-machine.md": "# Washing machine\n\nUse liquid detergent. Tablets and tablets again: never put tablets in the drum, tablets block the filter.\n",
+    "fridge.md": "---\ntitle: Fridge\n---\n# Settings\n\nKeep the dial at four degrees.\n\n## Cleaning\n\nWipe the shelves with warm soapy water every month.\n",
+    "oven.md": "# Oven\n\nPreheat for ten minutes. The dial sets the temperature; dial, dial and dial again for grill mode.\n",
+    "microwave.md": "---\ntitle: Microwave\n---\n# Snacks\n\nLay popcorn bags flat on the turntable.\n",
+    "cinema.md": "# Cinema\n\nPopcorn, salted popcorn or sweet popcorn: our popcorn stall opens at six.\n",
+    "toaster.md": "---\ntitle: Toaster\n---\n# Care\n\nEmpty the crumb tray every week.\n",
+    "vacuum.md": "# Vacuum\n\nThe vacuum lifts crumbs from carpets; crumbs, crumbs and more crumbs.\n",
+    "blender.md": "---\ntitle: Blender\n---\n# Safety\n\nHold the jug, not the blades, when you rinse it.\n",
+    "knives.md": "# Knives\n\nBlades dull over time: hone blades weekly and keep blades in a block.\n",
+    "orders.md": "# Orders\n\nOrders placed before noon leave the warehouse the same afternoon. You can change the delivery address until the parcel is packed. Every order can include gift wrapping for a small fee, chosen at checkout. Invoices are emailed once the parcel ships, and tracking links follow by text message.\n",
+    "gifts.md": "# Gift cards\n\nGift cards never expire. A gift card can pay for part of an order.\n",
+    "delivery.md": "# Delivery\n\nDelivery is free over fifty pounds. Delivery, delivery: always tracked.\n",
+    "kettle.md": "# Kettle\n\nDescale the kettle every month with citric acid.\n",
+    "returns.md": "# Returns\n\nReturn unused items within thirty days for a full refund.\n",
+}
+SWEEP_QUESTIONS = [
+    ("p1", "dishwasher tablets", ["dishwasher.md"]),
+    ("p2", "fridge dial", ["fridge.md"]),
+    ("p3", "microwave popcorn", ["microwave.md"]),
+    ("p4", "toaster crumbs", ["toaster.md"]),
+    ("p5", "blender blades", ["blender.md"]),
+    ("s1", "gift wrapping", ["orders.md"]),
+    ("s2", "change the delivery address", ["orders.md"]),
+    ("e1", "descale kettle", ["kettle.md"]),
+    ("e2", "return unused items for a refund", ["returns.md"]),
+    ("e3", "preheat the oven", ["oven.md"]),
+    ("u1", "do you sell televisions", []),
+]
+PREFIX_ONLY = ("p1", "p2", "p3", "p4", "p5")
+SWEEP_GRID = {"metric": "recall@1", "k": [1, 5], "samples": 500,
+              "baseline": {"chunker": "fixed", "size": 8, "overlap": 0},
+              "grid": {"chunker": ["fixed", "section"], "size": [8, 40], "overlap": [0], "prefix": [False, True]}}

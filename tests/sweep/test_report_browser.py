@@ -10,8 +10,7 @@ import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.sweep import parse_grid, sweep
-from tests.helpers import write_files, write_jsonl
-from tests.sweep.test_runner import DOCS, GRID, QUESTIONS
+from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
 playwright = pytest.importorskip("playwright.sync_api")
 CHROMIUM = os.environ.get("RAGTUNE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
@@ -21,9 +20,9 @@ pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium binar
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("report")
-    corpus = load_corpus(write_files(tmp / "c", DOCS))
-    golden = load_golden(write_jsonl(tmp / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS]))
-    sweep(corpus, golden, parse_grid(GRID), tmp / "out", show_progress=False)
+    corpus = load_corpus(write_files(tmp / "c", SWEEP_DOCS))
+    golden = load_golden(write_jsonl(tmp / "g.jsonl", golden_rows(SWEEP_QUESTIONS)))
+    sweep(corpus, golden, parse_grid(SWEEP_GRID), tmp / "out", show_progress=False)
     return tmp / "out" / "report.html"
 
 
@@ -44,14 +43,14 @@ def test_report_renders_sorts_and_expands(report):
         # charts drawn
         assert page.locator("#curves svg polyline").count() >= 2
         assert page.locator("#headroom svg rect").count() >= 2
-        assert page.locator("#scatter svg circle").count() == 10
-        assert page.locator("#heat svg rect").count() >= 4
-        # sorting: click recall@5 twice -> descending; values in the first data column follow
-        col = page.locator("#table th", has_text="recall@5")
+        assert page.locator("#scatter svg circle").count() == 6
+        assert page.locator("#heat svg rect").count() >= 2  # fixed: sizes 8 and 40 at overlap 0
+        # sorting: click recall@1 (the first data column) -> descending, again -> ascending
+        col = page.locator("#table th", has_text="recall@1")
         col.click()
         first = [float(t) for t in page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()]
-        assert first == sorted(first, reverse=True)
-        page.locator("#table th", has_text="recall@5").click()
+        assert first == sorted(first, reverse=True) and first[0] > first[-1]
+        page.locator("#table th", has_text="recall@1").click()
         second = [float(t) for t in page.locator("#table tbody tr td:nth-child(3)").all_inner_texts()]
         assert second == sorted(second)
         # failure explorer: expand the first listed question and see retrieved text

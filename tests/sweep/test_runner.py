@@ -6,60 +6,96 @@ import ragtune.sweep.runner as runner_mod
 from ragtune import load_corpus, load_golden
 from ragtune.cli import main
 from ragtune.sweep import SweepStateError, parse_grid, run_sweep, summarize, sweep
-from tests.helpers import write_files, write_jsonl
+from tests.helpers import PREFIX_ONLY, SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
-DOCS = {
-    "billing/refunds.md": "# Refunds\n\nRefunds are paid within fourteen days of a cancelled order.\n\n## Partial refunds\n\nPart of the order amount is returned when only some items come back.\n",
-    "billing/invoices.md": "# Invoices\n\nInvoices are emailed monthly. Download older invoices from the account page.\n",
-    "account/password.md": "# Passwords\n\nReset a forgotten password with the link on the sign-in page.\n\n## Two-factor\n\nTwo-factor codes come from an authenticator app.\n",
-    "account/delete.md": "# Deleting an account\n\nAccount deletion is permanent after thirty days.\n",
-    "shipping.md": "# Shipping\n\nParcels ship within two days. Express shipping arrives the next day.\n",
-}
-QUESTIONS = [
-    ("q1", "how long do refunds take", ["billing/refunds.md#refunds"]),
-    ("q2", "return part of an order", ["billing/refunds.md#partial-refunds"]),
-    ("q3", "where are old invoices", ["billing/invoices.md"]),
-    ("q4", "forgot my password", ["account/password.md#passwords"]),
-    ("q5", "authenticator codes", ["account/password.md#two-factor"]),
-    ("q6", "is deleting my account permanent", ["account/delete.md"]),
-    ("q7", "next day delivery", ["shipping.md"]),
-    ("q8", "do you sell gift cards", []),
-]
-GRID = {"metric": "recall@5", "k": [1, 5], "samples": 500,
-        "baseline": {"chunker": "fixed", "size": 8, "overlap": 0},
-        "grid": {"chunker": ["fixed", "section"], "size": [8, 24], "overlap": [0, 4], "prefix": [False, True]}}
+# the configurations of SWEEP_GRID by label; tests/helpers.py explains why each question goes the way it does
+BASE = "fixed size=8 overlap=0 bm25"
+F8P = "fixed size=8 overlap=0 prefix bm25"
+F40 = "fixed size=40 overlap=0 bm25"
+F40P = "fixed size=40 overlap=0 prefix bm25"
+SEC = "section bm25"
+SECP = "section prefix bm25"
+ANSWERABLE = {i for i, _, rel in SWEEP_QUESTIONS if rel}
+EASY = {"e1", "e2", "e3"}
+# answerable questions whose first hit is at rank 1, per configuration
+TOP1 = {BASE: {"s1", "s2"} | EASY, F8P: ANSWERABLE, F40P: ANSWERABLE - {"s1"}, SECP: ANSWERABLE - {"s1", "s2"},
+        F40: {"s2"} | EASY, SEC: EASY}
+# against the baseline: wins, ties, losses, fixed, broken
+VS = {F8P: (5, 5, 0, PREFIX_ONLY, ()), F40P: (5, 4, 1, PREFIX_ONLY, ("s1",)),
+      SECP: (5, 3, 2, PREFIX_ONLY, ("s1", "s2")), F40: (0, 9, 1, (), ("s1",)), SEC: (0, 8, 2, (), ("s1", "s2"))}
+
+
+def holm_reference(ps):
+    """Holm's step-down adjustment, written out independently of ragtune's."""
+    m = len(ps)
+    out, running = [0.0] * m, 0.0
+    for rank, i in enumerate(sorted(range(m), key=lambda i: ps[i])):
+        running = max(running, min(1.0, (m - rank) * ps[i]))
+        out[i] = running
+    return out
 
 
 @pytest.fixture
 def setup(tmp_path):
-    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
-    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS]))
-    return corpus, golden, parse_grid(GRID), tmp_path / "out"
+    corpus = load_corpus(write_files(tmp_path / "c", SWEEP_DOCS))
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", golden_rows(SWEEP_QUESTIONS)))
+    return corpus, golden, parse_grid(SWEEP_GRID), tmp_path / "out"
 
 
 def test_sweep_writes_results_and_report(setup):
     corpus, golden, grid, out = setup
     res = sweep(corpus, golden, grid, out, show_progress=False)
     data = json.loads((out / "results.json").read_text())
-    assert len(data["configs"]) == len(grid.specs) == 8 + 2
+    assert len(data["configs"]) == len(grid.specs) == 6
     assert data["baseline"] == grid.resolved(corpus.kind).baseline.key and data["seed"] == 0 and data["correction"] == "holm"
-    values = [c["metrics"]["recall@5"] for c in data["configs"]]
-    assert values == sorted(values, reverse=True)
-    base = next(c for c in data["configs"] if c["key"] == data["baseline"])
-    assert base["vs_baseline"] is None
-    for c in data["configs"]:
-        assert len(c["questions"]) == 8 and {"chunks", "texts_embedded", "index_build_s", "latency_ms"} <= set(c["stats"])
-        if c["vs_baseline"]:
-            vs = c["vs_baseline"]
-            assert vs["wins"] + vs["ties"] + vs["losses"] == 7
-            assert vs["p_holm"] >= vs["p"]
-            assert vs["delta"] == pytest.approx(c["metrics"]["recall@5"] - base["metrics"]["recall@5"])
+    by_label = {c["label"]: c for c in data["configs"]}
+    assert set(by_label) == set(TOP1)
+    # best first: small chunks with the prefix answer everything; the whole-section chunks without it do worst
+    assert [c["label"] for c in data["configs"]] == [F8P, F40P, SECP, BASE, F40, SEC]
+    for label, c in by_label.items():
+        assert len(c["questions"]) == 11 and {"chunks", "texts_embedded", "index_build_s", "latency_ms"} <= set(c["stats"])
+        top1 = {q["id"] for q in c["questions"] if q["answerable"] and q["first_hit_rank"] == 1}
+        assert top1 == TOP1[label], label
+        assert c["metrics"]["recall@1"] == pytest.approx(len(TOP1[label]) / 10)
+    assert by_label[BASE]["vs_baseline"] is None
+    for label, (wins, ties, losses, fixed, broken) in VS.items():
+        vs = by_label[label]["vs_baseline"]
+        assert (vs["wins"], vs["ties"], vs["losses"]) == (wins, ties, losses), label
+        assert (tuple(vs["fixed"]), tuple(vs["broken"])) == (fixed, broken), label
+        assert vs["delta"] == pytest.approx((wins - losses) / 10), label
+        assert vs["n"] == 10 and vs["k"] == 1
+    assert by_label[F8P]["vs_baseline"]["delta"] > 0 > by_label[SEC]["vs_baseline"]["delta"]
+    # Holm over the five comparisons: the clearest improvement (5 wins, no loss) has the smallest p, multiplied by 5
+    others = [by_label[label]["vs_baseline"] for label in VS]
+    assert [v["p_holm"] for v in others] == pytest.approx(holm_reference([v["p"] for v in others]))
+    best = by_label[F8P]["vs_baseline"]
+    assert best["p"] == min(v["p"] for v in others) and best["p"] < 0.2
+    assert best["p_holm"] == pytest.approx(min(1.0, 5 * best["p"])) and best["p_holm"] > best["p"]
+    assert by_label[F40]["vs_baseline"]["p"] == pytest.approx(1.0)  # one loss, nothing else differs
     table = res.table()
     assert "(baseline)" in table and "vs baseline" in table.splitlines()[0]
+    first_row = table.splitlines()[1]
+    assert "yes" in first_row and "+0.500" in first_row and "5/5/0" in first_row
     html = (out / "report.html").read_text()
     assert "http://" not in html and "https://" not in html and "<script src" not in html
     embedded = json.loads(html.split('<script type="application/json" id="data">')[1].split("</script>")[0].replace("<\\/", "</"))
-    assert len(embedded["configs"]) == 10 and "questions" in embedded["configs"][0]
+    assert [c["label"] for c in embedded["configs"]] == [F8P, F40P, SECP, BASE, F40, SEC]
+    assert "questions" in embedded["configs"][0]
+
+
+def test_a_sweep_ranked_by_context_tokens_puts_the_smallest_first(setup):
+    corpus, golden, _, out = setup
+    grid = parse_grid({**SWEEP_GRID, "metric": "context_tokens@1"})
+    res = sweep(corpus, golden, grid, out, show_progress=False)
+    ranked = res.ranked()
+    values = [r["result"]["metrics"]["context_tokens@1"] for r in ranked]
+    assert values == sorted(values) and values[0] < values[-1]
+    # 8-token windows hand the model at most 8 tokens at rank 1; sections (short here) more; 40-token windows,
+    # which run across the short sections of a document, the most
+    assert {r["label"] for r in ranked[:2]} == {BASE, F8P} and values[1] <= 8
+    assert {r["label"] for r in ranked[2:4]} == {SEC, SECP} and {r["label"] for r in ranked[4:]} == {F40, F40P}
+    data = json.loads((out / "results.json").read_text())
+    assert [c["label"] for c in data["configs"]] == [r["label"] for r in ranked]
 
 
 def test_interrupted_sweep_resumes_without_recomputing(setup, monkeypatch):
@@ -78,20 +114,20 @@ def test_interrupted_sweep_resumes_without_recomputing(setup, monkeypatch):
     assert len(list((out / "runs").glob("*.json"))) == 3
     first = len(built)
     records = run_sweep(corpus, golden, grid, out, show_progress=False)
-    assert len(records) == 10
-    assert len(built) - first == 10 - 3  # only the unfinished configurations were indexed
+    assert len(records) == 6
+    assert len(built) - first == 6 - 3  # only the unfinished configurations were indexed
     again = run_sweep(corpus, golden, grid, out, show_progress=False)
-    assert len(built) - first == 7 and [r["key"] for r in again] == [r["key"] for r in records]
+    assert len(built) - first == 3 and [r["key"] for r in again] == [r["key"] for r in records]
     # a damaged run file is recomputed, not trusted
     victim = next((out / "runs").glob("*.json"))
     victim.write_text("{truncated")
     run_sweep(corpus, golden, grid, out, show_progress=False)
-    assert len(built) - first == 8
+    assert len(built) - first == 4
 
 
 def test_results_of_another_golden_set_are_not_mixed(setup, tmp_path):
     corpus, golden, grid, out = setup
-    run_sweep(corpus, golden, parse_grid({**GRID, "grid": {"chunker": ["section"]}}), out, show_progress=False)
+    run_sweep(corpus, golden, parse_grid({**SWEEP_GRID, "grid": {"chunker": ["section"]}}), out, show_progress=False)
     other = load_golden(write_jsonl(tmp_path / "g2.jsonl", [{"id": "x", "q": "refunds", "relevant": ["shipping.md"]}]))
     with pytest.raises(SweepStateError, match="different golden"):
         run_sweep(corpus, other, grid, out, show_progress=False)
@@ -100,24 +136,33 @@ def test_results_of_another_golden_set_are_not_mixed(setup, tmp_path):
 def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     corpus, golden, grid, out = setup
     grid_file = tmp_path / "grid.toml"
-    grid_file.write_text('metric = "recall@5"\nk = [1, 5]\nsamples = 500\n[baseline]\nchunker = "fixed"\nsize = 8\n'
-                         'overlap = 0\n[grid]\nchunker = ["section", "fixed"]\nsize = [24]\noverlap = [4]\n')
+    grid_file.write_text('metric = "recall@1"\nk = [1, 5]\nsamples = 500\n[baseline]\nchunker = "fixed"\nsize = 8\n'
+                         'overlap = 0\n[grid]\nchunker = ["section", "fixed"]\nsize = [40]\noverlap = [0]\n')
     args = ["--corpus", corpus.root, "--golden", golden.source, "--grid", str(grid_file), "--out", str(out)]
     assert main(["sweep", *args, "--dry-run"]) == 0
     assert len(capsys.readouterr().out.strip().splitlines()) == 3
     assert main(["sweep", *args]) == 0
     text = capsys.readouterr().out
     assert "(baseline)" in text and "report.html" in text
-    # compare two plain eval outputs
+    rows = text.splitlines()[1:4]  # ranked: the baseline (8-token windows) first, whole sections last
+    assert "(baseline)" in rows[0] and "-0.100" in rows[1] and "0/9/1" in rows[1] and "-0.200" in rows[2] and "0/8/2" in rows[2]
+    # compare two plain eval outputs: 8-token windows against the default for markdown (whole sections, no prefix)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    assert main(["eval", "--corpus", corpus.root, "--golden", golden.source, "--chunker", "fixed", "--size", "8",
-                 "--overlap", "0", "--json", str(a)]) == 0
-    assert main(["eval", "--corpus", corpus.root, "--golden", golden.source, "--json", str(b)]) == 0
+    common = ["--corpus", corpus.root, "--golden", golden.source, "--k", "1,5"]
+    assert main(["eval", *common, "--chunker", "fixed", "--size", "8", "--overlap", "0", "--json", str(a)]) == 0
+    assert main(["eval", *common, "--json", str(b)]) == 0
     capsys.readouterr()
-    assert main(["compare", str(a), str(b), "--metric", "mrr", "--samples", "500", "--json"]) == 0
+    assert main(["compare", str(a), str(b), "--metric", "recall@1", "--samples", "500", "--json"]) == 0
     c = json.loads(capsys.readouterr().out)
-    assert c["n"] == 7 and c["wins"] + c["ties"] + c["losses"] == 7 and c["seed"] == 0
-    assert main(["compare", str(a), str(out), "--metric", "recall@5", "--samples", "200"]) == 0
+    assert c["n"] == 10 and c["seed"] == 0 and c["k"] == 1
+    assert (c["wins"], c["ties"], c["losses"]) == (0, 8, 2) and c["fixed"] == [] and c["broken"] == ["s1", "s2"]
+    assert c["delta"] == pytest.approx(-0.2) and c["baseline_mean"] == pytest.approx(0.5)
+    # the other way round, what was broken is fixed and losses become wins
+    assert main(["compare", str(b), str(a), "--metric", "recall@1", "--samples", "500", "--json"]) == 0
+    c = json.loads(capsys.readouterr().out)
+    assert (c["wins"], c["ties"], c["losses"]) == (2, 8, 0) and c["fixed"] == ["s1", "s2"] and c["broken"] == []
+    assert c["delta"] == pytest.approx(0.2)
+    assert main(["compare", str(a), str(out), "--metric", "recall@1", "--samples", "200"]) == 0
     assert "wins" in capsys.readouterr().out
 
 
@@ -131,7 +176,7 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
 
     corpus, golden, grid, out = setup
     grid_file = tmp_path / "grid.json"
-    grid_file.write_text(json.dumps(GRID))
+    grid_file.write_text(json.dumps(SWEEP_GRID))
     script = (
         "import json, sys, time\n"
         "import ragtune.sweep.runner as r\n"
@@ -151,9 +196,9 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     done = {p.name: p.stat().st_mtime_ns for p in runs.glob("*.json")}
-    assert 3 <= len(done) < 10
+    assert 3 <= len(done) < 6
     records = run_sweep(corpus, golden, grid, out, show_progress=False)
-    assert len(records) == 10
+    assert len(records) == 6
     assert not list(runs.glob("*.tmp*"))  # debris of the killed write is cleaned up
     for name, mtime in done.items():  # finished configurations were not recomputed
         assert (runs / name).stat().st_mtime_ns == mtime
