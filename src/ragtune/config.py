@@ -35,14 +35,83 @@ class Config:
                 f"{cls.__name__}: unknown option(s) {', '.join(map(repr, unknown))}; "
                 f"valid options: {', '.join(names)}"
             )
+        data = {k: _coerce(cls.__name__, k, v, hints.get(k)) for k, v in data.items()} if (hints := _hints(cls)) else dict(data)
         try:
             return cls(**data)
         except TypeError as e:
             raise ConfigError(f"{cls.__name__}: {e}") from None
 
+    @classmethod
+    def defaults(cls) -> dict[str, Any]:
+        """The value of every option when it is not given."""
+        return cls().to_dict()  # type: ignore[call-arg]
+
     def config_hash(self) -> str:
         blob = json.dumps({"type": type(self).__name__, **self.to_dict()}, sort_keys=True, default=str)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    import typing
+
+    try:
+        return typing.get_type_hints(cls)
+    except Exception:  # pragma: no cover - unresolvable annotations: skip the type check
+        return {}
+
+
+def _type_name(hint: Any) -> str:
+    return getattr(hint, "__name__", None) or str(hint).replace("typing.", "")
+
+
+def _coerce(owner: str, name: str, value: Any, hint: Any) -> Any:
+    """Check ``value`` against the field's annotation (TOML/YAML/JSON values): lists become tuples where a tuple
+    is expected, ints are accepted for floats; anything else of the wrong type is a ConfigError naming the field."""
+    import types
+    import typing
+
+    if hint is None or hint is Any:
+        return value
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        options = typing.get_args(hint)
+        if value is None and type(None) in options:
+            return None
+        errors = []
+        for option in options:
+            if option is type(None):
+                continue
+            try:
+                return _coerce(owner, name, value, option)
+            except ConfigError as e:
+                errors.append(e)
+        raise errors[0] if len(errors) == 1 else ConfigError(
+            f"{owner}: {name} must be {' or '.join(_type_name(o) for o in options)}, got {value!r}")
+    if origin in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise ConfigError(f"{owner}: {name} must be a list, got {value!r}")
+        args = [a for a in typing.get_args(hint) if a is not Ellipsis]
+        items = tuple(_coerce(owner, f"{name}[{i}]", v, args[0] if args else Any) for i, v in enumerate(value))
+        return items if origin is tuple else list(items)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{owner}: {name} must be true or false, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"{owner}: {name} must be a number, got {value!r}")
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"{owner}: {name} must be a finite number, got {value!r}")
+        return float(value) if isinstance(value, int) else value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{owner}: {name} must be an integer, got {value!r}")
+        return value
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{owner}: {name} must be a string, got {value!r}")
+        return value
+    return value
 
 
 def check_choice(owner: str, name: str, value: Any, choices: Iterable[Any]) -> None:

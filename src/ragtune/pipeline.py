@@ -1,162 +1,418 @@
-"""Wiring the stages together: corpus -> chunks -> retriever (-> reranker) -> evaluation."""
+"""One configuration, one builder: corpus -> chunks -> first stage (-> rerank) (-> parents).
+
+:class:`PipelineConfig` is the whole pipeline in one frozen value: the
+chunker, the first-stage retriever, the embedder and the reranker, each
+named in its stage registry (:mod:`ragtune.registry`) with options checked by
+that entry's typed config class. It is what sweeps expand, stores record in
+their manifests, servers load, migrations compare and caches hash.
+:func:`build_pipeline` turns it into an immutable :class:`Pipeline`; eval,
+sweeps, store build/load, migrate and serve all go through it.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
 from typing import Any
 
-from .chunking import CHUNKERS, Chunker, chunk_documents, make_chunker
+from .config import _hints
 from .corpus.corpus import Corpus
 from .errors import ConfigError
 from .evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
 from .golden import GoldenSet
+from .registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS
 from .retrieve.base import Retriever
-from .retrieve.bm25 import BM25Config, BM25Retriever, indexed_texts_key
-from .retrieve.dense import DenseRetriever
-from .retrieve.fusion import HybridRetriever
 from .retrieve.parents import ParentRetriever
-from .retrieve.rerank import CrossEncoderReranker, EmbeddingReranker, RerankedRetriever, Reranker
+from .retrieve.rerank import RerankedRetriever, Reranker
 from .types import Chunk
 
-__all__ = ["RETRIEVERS", "RERANKERS", "default_chunker", "build_retriever", "build_reranker", "Pipeline", "run_eval"]
+__all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "build_pipeline", "run_eval", "default_chunker",
+           "build_retriever", "build_reranker", "option_owners"]
 
-RETRIEVERS = ("bm25", "dense", "hybrid")
-RERANKERS = ("embedding", "cross-encoder")
-
-
-def default_chunker(corpus: Corpus, name: str = "auto", *, prefix: bool | None = None, **options: Any) -> Chunker:
-    """Resolve ``"auto"``: sections for markdown, whole documents with the title
-    prefixed for BEIR (the BEIR convention), whole documents for text."""
-    if name == "auto":
-        name = "section" if corpus.kind == "markdown" else "document"
-    if prefix is None:
-        prefix = corpus.kind == "beir"
-    if name not in CHUNKERS:
-        raise ConfigError(f"unknown chunker {name!r}; choose one of: auto, {', '.join(CHUNKERS)}")
-    return make_chunker(name, prefix=prefix, **options)
+# names that older files used for today's options
+ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
+PIPELINE_KEYS = ("chunker", "prefix", "retriever", "embedder", "rerank", "candidates", "filter")
+RERANK_PREFIX = "rerank_"
 
 
-def _embedder(embedder: Any, show_progress: bool):
-    """A cached embedder from a name; an embedder object is used as given."""
-    if not isinstance(embedder, str):
-        return embedder
-    from .embed import CachedEmbedder, get_embedder
-
-    return CachedEmbedder(get_embedder(embedder), show_progress=show_progress)
+def _items(options: Mapping[str, Any] | Sequence[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
+    """Options as a sorted tuple of (name, value) pairs, lists made tuples: hashable and order-free."""
+    d = dict(options or {})
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items()))
 
 
-def _bm25(chunks: Sequence[Chunk], config: BM25Config, cache_dir: Any) -> BM25Retriever:
-    """Build BM25, or load it from ``cache_dir`` (keyed by the indexed texts and config) and save it there."""
-    if cache_dir is None:
-        return BM25Retriever.build(chunks, config)
-    import hashlib
-    import json
-    from pathlib import Path
+def _minimal(entry, options: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    """Drop the options whose value changes nothing (an option set to its default and the option left out
+    are the same configuration, with the same key). ``fixed`` options are passed but never returned."""
+    full = entry.make_config({**options, **fixed}).to_dict()
+    kept = {}
+    for k, v in options.items():
+        try:
+            same = entry.make_config({**{o: w for o, w in options.items() if o != k}, **fixed}).to_dict() == full
+        except ConfigError:
+            same = False
+        if not same:
+            kept[k] = v
+    return kept
+
+
+def option_owners(stage: str) -> dict[str, list[str]]:
+    """For the chunker or retriever stage: option name -> the entries that take it (for flags and grid keys)."""
+    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS}[stage]
+    owners: dict[str, list[str]] = {}
+    for entry in registry:
+        for name in entry.options:
+            if name not in ("prefix", "embedder"):  # pipeline-level: --prefix and --embedder
+                owners.setdefault(name, []).append(entry.name)
+    return owners
+
+
+def _option_types(stage: str) -> dict[str, Any]:
+    """Option name -> annotation (the first entry that declares it)."""
+    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]
+    out: dict[str, Any] = {}
+    for entry in registry:
+        if entry.config is not None:
+            for name, hint in _hints(entry.config).items():
+                out.setdefault(name, hint)
+    return out
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The whole retrieval pipeline as one validated, hashable value.
+
+    Options are stored as sorted ``(name, value)`` tuples and normalised: an option equal to its
+    default is dropped, so two spellings of one configuration share one :attr:`key`.
+    ``chunker="auto"`` is resolved per corpus by :meth:`resolved` (sections for markdown, whole
+    documents otherwise). ``filter`` is a query-time metadata filter (sweeps may vary it; stores refuse it).
+    """
+
+    chunker: str = "auto"
+    prefix: bool | None = None
+    chunker_options: tuple[tuple[str, Any], ...] = ()
+    retriever: str = "bm25"
+    retriever_options: tuple[tuple[str, Any], ...] = ()
+    embedder: str = "minilm"
+    rerank: str | None = None
+    rerank_options: tuple[tuple[str, Any], ...] = ()
+    candidates: int = 50
+    filter: str | None = None
+
+    def __post_init__(self) -> None:
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass normalisation
+        if not isinstance(self.chunker, str):
+            raise ConfigError(f"chunker must be a name, got {self.chunker!r}; choose one of: auto, {CHUNKERS.spell()}")
+        if self.prefix is not None and not isinstance(self.prefix, bool):
+            raise ConfigError(f"prefix must be true or false, got {self.prefix!r}")
+        if not isinstance(self.embedder, str):
+            raise ConfigError(f"embedder must be a name, got {self.embedder!r}; choose one of: {EMBEDDERS.spell()}")
+        if self.filter is not None and not isinstance(self.filter, str):
+            raise ConfigError(f"filter must be an expression string like 'dir=billing', got {self.filter!r}")
+        if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
+            raise ConfigError(f"candidates must be an integer >= 1, got {self.candidates!r}")
+        for name in ("chunker_options", "retriever_options", "rerank_options"):
+            set_(name, _items(getattr(self, name)))
+
+        retriever = RETRIEVERS.get(self.retriever)
+        chunker = CHUNKERS.get(self.chunker) if self.chunker != "auto" else None
+        uses_embedder = retriever.uses_embedder or bool(chunker and chunker.uses_embedder)
+        EMBEDDERS.get(self.embedder)
+        set_("embedder", EMBEDDERS.canonical(self.embedder) if uses_embedder else "minilm")
+
+        copts = dict(self.chunker_options)
+        if chunker is None:
+            if copts:
+                raise ConfigError(f"chunker 'auto' takes no options (got {', '.join(copts)}); name a chunker, "
+                                  f"e.g. chunker=fixed: {CHUNKERS.spell()}")
+        else:
+            if "embedder" in chunker.options and self.embedder != "minilm":
+                copts["embedder"] = self.embedder  # the semantic chunker embeds with the pipeline's model
+            set_("chunker_options", _items(_minimal(chunker, copts, {"prefix": bool(self.prefix)})))
+        set_("retriever_options", _items(_minimal(retriever, dict(self.retriever_options), {})))
+        if self.rerank is None:
+            if self.rerank_options:
+                raise ConfigError("reranker options need a reranker: set rerank (embedding or cross-encoder)")
+            set_("candidates", 50)
+        else:
+            set_("rerank_options", _items(_minimal(RERANKERS.get(self.rerank), dict(self.rerank_options), {})))
+        if self.filter is not None:
+            from .retrieve.filters import parse_filter
+
+            parse_filter(self.filter)
+
+    # -- typed stage configs ------------------------------------------------------------------------------------
+    def chunker_config(self, corpus_kind: str | None = None):
+        """The chunker's typed config (``auto`` needs ``corpus_kind``)."""
+        c = self.resolved(corpus_kind) if corpus_kind else self
+        if c.chunker == "auto":
+            raise ConfigError("chunker 'auto' is resolved per corpus: pass the corpus kind")
+        return CHUNKERS.config(c.chunker, {**dict(c.chunker_options), "prefix": bool(c.prefix)})
+
+    def retriever_config(self):
+        return RETRIEVERS.config(self.retriever, dict(self.retriever_options))
+
+    def reranker_config(self):
+        return RERANKERS.config(self.rerank, dict(self.rerank_options)) if self.rerank else None
+
+    @property
+    def uses_embedder(self) -> bool:
+        chunker = CHUNKERS.get(self.chunker) if self.chunker != "auto" else None
+        return RETRIEVERS.get(self.retriever).uses_embedder or bool(chunker and chunker.uses_embedder)
+
+    uses_vectors = property(lambda self: RETRIEVERS.get(self.retriever).uses_embedder)
+
+    def resolved(self, corpus_kind: str) -> "PipelineConfig":
+        """``auto`` and an unset prefix replaced by what they mean for this kind of corpus."""
+        chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
+        prefix = self.prefix if self.prefix is not None else corpus_kind == "beir"
+        return replace(self, chunker=chunker, prefix=prefix)
+
+    def index_config(self) -> "PipelineConfig":
+        """What an index depends on: no reranker, no filter."""
+        return replace(self, rerank=None, rerank_options=(), candidates=50, filter=None)
+
+    @property
+    def index_key(self) -> tuple:
+        """What the first-stage index depends on (rerankers and filters reuse it)."""
+        return (self.chunker, self.prefix, self.chunker_options, self.retriever, self.retriever_options, self.embedder)
+
+    # -- flags (CLI, grids, manifests) ----------------------------------------------------------------------------
+    @classmethod
+    def from_flags(cls, flags: Mapping[str, Any], *, strict: bool = True) -> "PipelineConfig":
+        """From flat flag names (``chunker``, ``size``, ``retriever``, ``k1``, ``rerank``, ``rerank_model``...).
+
+        Each option goes to the stage whose chosen entry takes it. An option another entry of that stage
+        takes is an error when ``strict`` (CLI flags, index configs) and dropped otherwise (sweep grids,
+        where ``size`` means nothing to the section chunker). Unknown names list the valid ones."""
+        f: dict[str, Any] = {}
+        for k, v in flags.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"option names are strings, got {k!r}")
+            k = k.strip().replace("-", "_")
+            f[ALIASES.get(k, k)] = v
+        chunker = f.pop("chunker", "auto")
+        retriever = f.pop("retriever", "bm25")
+        rerank = f.pop("rerank", None) or None
+        top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
+        if "rerank_model" in f:
+            f["rerank_model"] = f.pop("rerank_model")
+        c_owners, r_owners = option_owners("chunker"), option_owners("retriever")
+        r_types = _option_types("reranker")
+        c_entry = CHUNKERS.get(chunker) if chunker != "auto" and isinstance(chunker, str) else None
+        r_entry = RETRIEVERS.get(retriever)
+        copts, ropts, xopts, problems = {}, {}, {}, []
+        for k, v in f.items():
+            if c_entry is not None and k in c_entry.options and k not in ("prefix", "embedder"):
+                copts[k] = v
+            elif k in r_entry.options:
+                ropts[k] = v
+            elif k.startswith(RERANK_PREFIX) and k[len(RERANK_PREFIX):] in r_types:
+                if rerank is None:
+                    if strict:
+                        problems.append(f"{k} needs a reranker (rerank = embedding or cross-encoder)")
+                    continue
+                xopts[k[len(RERANK_PREFIX):]] = v
+            elif k in c_owners or k in r_owners:
+                if strict:
+                    which = (f"chunkers {', '.join(c_owners[k])}" if k in c_owners
+                             else f"retrievers {', '.join(r_owners[k])}")
+                    mine = f"chunker {chunker}" if k in c_owners else f"retriever {retriever}"
+                    problems.append(f"{k} does not apply to {mine} (it applies to {which})")
+            else:
+                from .registry import did_you_mean
+
+                valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in r_types)})
+                problems.append(f"unknown option {k!r}{did_you_mean(k, valid)}; valid: {', '.join(valid)}")
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return cls(chunker=chunker, prefix=top.get("prefix"), chunker_options=_items(copts), retriever=retriever,
+                   retriever_options=_items(ropts), embedder=top.get("embedder", "minilm"), rerank=rerank,
+                   rerank_options=_items(xopts), candidates=top.get("candidates", 50), filter=top.get("filter") or None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat flag names: what grids, CLI flags and manifests use; :meth:`from_dict` reads it back."""
+        d: dict[str, Any] = {"chunker": self.chunker, "prefix": self.prefix, **dict(self.chunker_options),
+                             "retriever": self.retriever, **dict(self.retriever_options)}
+        if self.uses_embedder:
+            d["embedder"] = self.embedder
+        if self.rerank:
+            d.update(rerank=self.rerank, **{RERANK_PREFIX + k: v for k, v in self.rerank_options},
+                     candidates=self.candidates)
+        if self.filter:
+            d["filter"] = self.filter
+        return d
+
+    to_flags = to_dict
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
+        """Read :meth:`to_dict` output; also the nested form of older store manifests."""
+        if "chunker_options" in data or "retriever_options" in data:  # manifests written before PipelineConfig
+            flat = {k: v for k, v in data.items() if k not in ("chunker_options", "retriever_options")}
+            flat.update(data.get("chunker_options") or {})
+            flat.update(data.get("retriever_options") or {})
+            if flat.get("embedder") is None:
+                flat.pop("embedder", None)
+            return cls.from_flags(flat)
+        return cls.from_flags(data)
+
+    @property
+    def key(self) -> str:
+        blob = json.dumps(self.to_dict(), sort_keys=True, default=list)
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    def config_hash(self) -> str:
+        return self.key
+
+    @property
+    def label(self) -> str:
+        """Readable: ``fixed size=256 overlap=32 prefix hybrid rrf_k=10 +embedding@20``."""
+        def ordered(registry, name, options):  # in the order the config class declares them
+            order = registry.get(name).options if name != "auto" else ()
+            return sorted(options, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+
+        parts = [self.chunker, *(f"{k}={v}" for k, v in ordered(CHUNKERS, self.chunker, self.chunker_options))]
+        if self.prefix:
+            parts.append("prefix")
+        parts.append(self.retriever)
+        parts += [f"{k}={list(v) if isinstance(v, tuple) else v}"
+                  for k, v in ordered(RETRIEVERS, self.retriever, self.retriever_options)]
+        if self.rerank:
+            parts.append(f"+{self.rerank}@{self.candidates}")
+        return " ".join(str(p) for p in parts)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Building
+
+
+@dataclass
+class StoredIndex:
+    """What a store version already holds: a saved BM25 folder and the chunk vectors."""
+
+    bm25_dir: Path | None = None
+    vectors: Any = None
+
+
+class Resources:
+    """What retriever factories build from: the embedder (loaded once, shared), BM25 indexes (loaded from a
+    store version, a cache folder, or built) and dense indexes (stored vectors, or embedded now)."""
+
+    def __init__(self, embedder: Any = "minilm", *, show_progress: bool = False, bm25_cache: str | os.PathLike | None = None,
+                 stored: StoredIndex | None = None, embedders: dict[str, Any] | None = None):
+        self._embedder = embedder
+        self.show_progress = show_progress
+        self.bm25_cache = bm25_cache
+        self.stored = stored
+        self.embedders = embedders if embedders is not None else {}
+
+    def embedder(self):
+        """A cached embedder from the name (memoised per name); an embedder object is used as given."""
+        if not isinstance(self._embedder, str):
+            return self._embedder
+        emb = self.embedders.get(self._embedder)
+        if emb is None:
+            from .embed import CachedEmbedder, get_embedder
+
+            emb = self.embedders[self._embedder] = CachedEmbedder(get_embedder(self._embedder),
+                                                                  show_progress=self.show_progress)
+        return emb
+
+    def bm25(self, chunks: Sequence[Chunk], config):
+        from .retrieve.bm25 import BM25Retriever
+
+        if self.stored is not None and self.stored.bm25_dir is not None and self.stored.bm25_dir.is_dir():
+            return BM25Retriever.load(self.stored.bm25_dir, chunks, config)
+        if self.bm25_cache is None:
+            return BM25Retriever.build(chunks, config)
+        return _cached_bm25(chunks, config, Path(self.bm25_cache))
+
+    def dense(self, chunks: Sequence[Chunk], *, ann: bool = False):
+        from .retrieve.dense import DenseRetriever
+
+        if self.stored is not None and self.stored.vectors is not None:
+            import numpy as np
+
+            return DenseRetriever(chunks, np.asarray(self.stored.vectors), self.embedder(), ann=ann)
+        return DenseRetriever.build(chunks, self.embedder(), ann=ann)
+
+
+def _cached_bm25(chunks: Sequence[Chunk], config, cache_dir: Path):
+    """BM25 loaded from ``cache_dir`` (keyed by the indexed texts and config), else built and saved there."""
+    import shutil
 
     import bm25s
 
+    from .retrieve.bm25 import BM25Retriever, indexed_texts_key
+
     # bm25s's version is part of the key: its saved format and scoring may change between releases
-    key = hashlib.sha256(json.dumps([bm25s.__version__, indexed_texts_key(chunks), config.to_dict()]).encode()).hexdigest()[:24]
-    folder = Path(cache_dir) / key
+    key = hashlib.sha256(json.dumps([bm25s.__version__, indexed_texts_key(chunks), config.to_dict()]).encode())
+    folder = cache_dir / key.hexdigest()[:24]
     if (folder / "ragtune-bm25.json").exists():
         try:
             return BM25Retriever.load(folder, chunks, config)
         except (ConfigError, OSError, ValueError, KeyError):
             pass  # damaged or foreign: rebuild
     retriever = BM25Retriever.build(chunks, config)
-    tmp = folder.with_name(folder.name + f".tmp{__import__('os').getpid()}")
-    retriever.save(tmp)
+    tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
     try:
+        retriever.save(tmp)
         tmp.rename(folder)
-    except OSError:  # another process saved it first
-        import shutil
-
+    except OSError:  # another process saved it first, or the cache is not writable: the index is still good
         shutil.rmtree(tmp, ignore_errors=True)
     return retriever
 
 
-def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: Any = "minilm",
-                    show_progress: bool = False, bm25_cache: Any = None, **options: Any) -> Retriever:
-    """``bm25`` (options k1, b, method...), ``dense`` (embedder) or ``hybrid``
-    (BM25 + dense by RRF; options rrf_k, weights, depth, plus BM25's). With ``bm25_cache`` (a folder),
-    BM25 indexes are saved there and loaded again for the same chunks and config."""
-    ann = bool(options.pop("ann", False))
-    if name == "bm25":
-        if ann:
-            raise ConfigError("ann applies to dense and hybrid retrieval only")
-        return _bm25(chunks, BM25Config.from_dict(options), bm25_cache)
-    if name == "dense":
-        if options:
-            raise ConfigError(f"dense retrieval takes no option(s) {', '.join(map(repr, options))}; "
-                              "valid: ann (choose the model with embedder=)")
-        return DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
-    if name == "hybrid":
-        fuse = {k: options.pop(k) for k in ("rrf_k", "weights", "depth") if k in options}
-        bm25 = _bm25(chunks, BM25Config.from_dict(options), bm25_cache)
-        dense = DenseRetriever.build(chunks, _embedder(embedder, show_progress), ann=ann)
-        return HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
-                               depth=fuse.get("depth", 50))
-    raise ConfigError(f"unknown retriever {name!r}; choose one of: {', '.join(RETRIEVERS)}")
-
-
-def build_reranker(name: str, model: str | None = None) -> Reranker:
-    """``embedding`` (rescore with a second embedder, default ``e5-small``, offline)
-    or ``cross-encoder`` (a sentence-transformers CrossEncoder id or folder)."""
-    if name == "embedding":
-        from .embed import CachedEmbedder, get_embedder
-
-        return EmbeddingReranker(CachedEmbedder(get_embedder(model or "e5-small")))
-    if name == "cross-encoder":
-        return CrossEncoderReranker(model or "cross-encoder/ms-marco-MiniLM-L-6-v2")
-    raise ConfigError(f"unknown reranker {name!r}; choose one of: {', '.join(RERANKERS)}")
-
-
-@dataclass
+@dataclass(frozen=True)
 class Pipeline:
-    """A corpus chunked and indexed, ready to search and evaluate.
+    """A corpus chunked and indexed, ready to search and evaluate. Immutable.
 
-    ``base`` is the first-stage retriever over ``chunks``; ``retriever`` is
-    what gets searched: ``base``, reranked if a reranker is set, then mapped
-    to parents for small-to-big.
+    ``base`` is the first-stage retriever over ``chunks``; ``retriever`` is what gets searched:
+    ``base``, reranked if a reranker is set, then mapped to parents for small-to-big.
     """
 
     corpus: Corpus
-    chunker: Chunker
+    chunker: Any
     base: Retriever
-    chunks: list[Chunk] = field(default_factory=list)  # what is indexed
-    parents: list[Chunk] = field(default_factory=list)  # what is returned, for small-to-big
+    chunks: tuple[Chunk, ...] = ()
+    parents: tuple[Chunk, ...] = ()
     reranker: Reranker | None = None
     candidates: int = 50
     version: str | None = None  # the store version this pipeline was loaded from
+    config: PipelineConfig | None = None
+    retriever: Retriever = field(init=False, repr=False, compare=False)
 
-    @cached_property
-    def retriever(self) -> Retriever:
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "chunks", tuple(self.chunks))
+        object.__setattr__(self, "parents", tuple(self.parents))
         r: Retriever = self.base
         if self.reranker is not None:
             r = RerankedRetriever(r, self.reranker, candidates=self.candidates)
         if self.parents:
             r = ParentRetriever(r, {p.id: p for p in self.parents})
-        return r
+        object.__setattr__(self, "retriever", r)
 
     @classmethod
-    def build(cls, corpus: Corpus, *, chunker: str = "auto", prefix: bool | None = None,
-              chunker_options: Mapping[str, Any] | None = None, retriever: str = "bm25",
-              retriever_options: Mapping[str, Any] | None = None, embedder: str = "minilm",
-              rerank: str | Reranker | None = None, rerank_model: str | None = None, candidates: int = 50,
-              show_progress: bool = False) -> "Pipeline":
-        ch = default_chunker(corpus, chunker, prefix=prefix, **dict(chunker_options or {}))
-        chunks, parents = chunk_documents(corpus, ch)
-        if not chunks:
-            raise ConfigError(f"the {ch.name} chunker produced no chunks: every document is empty")
-        base = build_retriever(chunks, retriever, embedder=embedder, show_progress=show_progress,
-                               **dict(retriever_options or {}))
-        reranker = build_reranker(rerank, rerank_model) if isinstance(rerank, str) else rerank
-        return cls(corpus, ch, base, chunks, parents, reranker, candidates)
+    def build(cls, corpus: Corpus, config: PipelineConfig | None = None, *, show_progress: bool = False,
+              **flags: Any) -> "Pipeline":
+        """``Pipeline.build(corpus, PipelineConfig(...))``, or with flag names:
+        ``Pipeline.build(corpus, chunker="fixed", size=256, retriever="hybrid")``."""
+        if config is None:
+            flags = {k: v for k, v in flags.items() if v is not None}
+            for group in ("chunker_options", "retriever_options"):  # the keyword form of earlier releases
+                flags.update(flags.pop(group, None) or {})
+            config = PipelineConfig.from_flags(flags)
+        elif flags:
+            raise ConfigError("give a PipelineConfig or flag names, not both")
+        return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
 
     def with_reranker(self, reranker: Reranker | None, candidates: int = 50) -> "Pipeline":
-        """The same index with another reranking stage (no re-chunking, no re-embedding)."""
+        """A new pipeline over the same index with another reranking stage (no re-chunking, no re-embedding)."""
         return replace(self, reranker=reranker, candidates=candidates)
 
     def describe(self) -> dict[str, Any]:
@@ -170,12 +426,60 @@ class Pipeline:
             "retriever": {"name": self.retriever.name, **rcfg},
             "chunks": len(self.chunks),
         }
+        if self.config is not None:
+            out["pipeline"] = self.config.to_dict()
         if self.reranker is not None:
             out["rerank"] = {"name": self.reranker.name, **dict(getattr(self.reranker, "config", {}) or {}),
                              "candidates": self.candidates}
         if self.parents:
             out["parents"] = len(self.parents)
         return out
+
+
+def build_pipeline(corpus: Corpus, config: PipelineConfig, *, resources: Resources | None = None,
+                   chunking: tuple[Sequence[Chunk], Sequence[Chunk]] | None = None, chunker: Any = None,
+                   base: Retriever | None = None, version: str | None = None) -> Pipeline:
+    """The one builder: chunk ``corpus`` (or use ``chunking`` = (chunks, parents) already made), build the
+    first stage through the retriever registry (or use ``base``), add the reranker."""
+    from .chunking import chunk_documents
+
+    config = config.resolved(corpus.kind)
+    resources = resources or Resources(config.embedder)
+    if chunker is None:
+        chunker = CHUNKERS.build(config.chunker, options=config.chunker_config())
+    if chunking is None:
+        chunking = chunk_documents(corpus, chunker)
+    chunks, parents = chunking
+    if not chunks:
+        raise ConfigError(f"the {chunker.name} chunker produced no chunks: every document is empty")
+    if base is None:
+        base = RETRIEVERS.build(config.retriever, chunks, resources, options=config.retriever_config())
+    reranker = RERANKERS.build(config.rerank, options=config.reranker_config()) if config.rerank else None
+    return Pipeline(corpus, chunker, base, tuple(chunks), tuple(parents), reranker, config.candidates, version, config)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Shorthands kept for the Python API
+
+
+def default_chunker(corpus: Corpus, name: str = "auto", *, prefix: bool | None = None, **options: Any):
+    """The chunker ``name`` (``auto``: sections for markdown, whole documents otherwise) with ``options``."""
+    flags = {"chunker": name, "prefix": prefix, **options}
+    config = PipelineConfig.from_flags({k: v for k, v in flags.items() if v is not None}).resolved(corpus.kind)
+    return CHUNKERS.build(config.chunker, options=config.chunker_config())
+
+
+def build_retriever(chunks: Sequence[Chunk], name: str = "bm25", *, embedder: Any = "minilm",
+                    show_progress: bool = False, bm25_cache: Any = None, **options: Any) -> Retriever:
+    """A first-stage retriever from the registry over ``chunks`` (``bm25``, ``dense``, ``hybrid`` or a plugin)."""
+    options = {ALIASES.get(k, k): v for k, v in options.items()}
+    resources = Resources(embedder, show_progress=show_progress, bm25_cache=bm25_cache)
+    return RETRIEVERS.build(name, chunks, resources, options=options)
+
+
+def build_reranker(name: str, model: str | None = None, **options: Any) -> Reranker:
+    """A reranker from the registry: ``embedding`` (default model e5-small) or ``cross-encoder``."""
+    return RERANKERS.build(name, options={**options, **({"model": model} if model else {})})
 
 
 def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAULT_KS, depth: int = 100,

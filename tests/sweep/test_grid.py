@@ -3,6 +3,8 @@ import sys
 
 import pytest
 
+from ragtune.errors import ConfigError
+
 from ragtune.sweep import GridError, load_grid, parse_grid
 
 BASE = {"chunker": "fixed", "size": 64, "overlap": 8, "retriever": "bm25"}
@@ -74,9 +76,10 @@ def test_defaults_are_the_same_configuration_and_labels_show_retriever_options()
     assert a.key == b.key
     c = RunSpec.from_flags({"chunker": "fixed", "retriever": "hybrid", "k1": 1.2, "rrf_k": 10})
     assert "k1=1.2" in c.label and "rrf_k=10" in c.label
-    sem = RunSpec.from_flags({"chunker": "semantic", "embedder": "e5-small", "overlap": 64})
+    sem = RunSpec.from_flags({"chunker": "semantic", "embedder": "e5-small", "overlap": 64}, strict=False)
     assert dict(sem.chunker_options) == {"embedder": "e5-small"}  # overlap dropped, the embedder reaches the chunker
-    sem.validate()
+    with pytest.raises(ConfigError, match="overlap does not apply to chunker semantic"):
+        RunSpec.from_flags({"chunker": "semantic", "overlap": 64})  # strict (CLI flags): said, not dropped
 
 
 def test_bad_numbers_and_prefix_are_reported_before_running():

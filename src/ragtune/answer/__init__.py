@@ -16,33 +16,50 @@ __all__ = ["NOT_FOUND", "Answer", "Calibration", "Citation", "ConfidenceGate", "
            "HeuristicJudge", "LLMJudge", "answer_question", "build_prompt", "calibrate_threshold", "make_generator",
            "make_judge", "parse_answer", "parse_judge_json", "top_score"]
 
-GENERATORS = ("extractive", "anthropic[:model]", "openai:<model>")
+def _anthropic(model: str | None, **_: Any) -> Generator:
+    from .llm import AnthropicGenerator
+
+    return AnthropicGenerator(model) if model else AnthropicGenerator()
+
+
+def _openai_chat(model: str | None, **_: Any) -> Generator:
+    from .llm import OpenAIChatGenerator
+
+    return OpenAIChatGenerator(model or "")
+
+
+def _register() -> None:
+    from ..registry import GENERATORS, JUDGES
+
+    if "extractive" in GENERATORS._entries:
+        return
+    GENERATORS.register("extractive", None, lambda _arg, **_: ExtractiveGenerator(),
+                        summary="offline: quotes the best-matching context sentences, cited (a baseline)")
+    GENERATORS.register("anthropic", None, _anthropic, argument="optional", summary="Anthropic Messages API")
+    GENERATORS.register("openai", None, _openai_chat, argument="required",
+                        summary="any OpenAI-compatible chat completions server")
+    JUDGES.register("heuristic", None, lambda _arg, **_: HeuristicJudge(),
+                    summary="offline: citation coverage, validity and lexical support (a heuristic)")
+    for kind in ("openai", "anthropic"):
+        JUDGES.register(kind, None, lambda model, _kind=kind, **options: LLMJudge(_kind, model, **options),
+                        argument="required", summary=f"an LLM judge through the {kind} API")
+
+
+_register()
 
 
 def make_generator(name: str = "extractive") -> Generator:
     """``extractive`` (offline), ``anthropic`` / ``anthropic:<model>``, ``openai:<model>``."""
-    if name == "extractive":
-        return ExtractiveGenerator()
-    kind, _, model = name.partition(":")
-    if kind == "anthropic":
-        from .llm import AnthropicGenerator
+    from ..registry import GENERATORS
 
-        return AnthropicGenerator(model) if model else AnthropicGenerator()
-    if kind == "openai" and model:
-        from .llm import OpenAIChatGenerator
-
-        return OpenAIChatGenerator(model)
-    raise ConfigError(f"unknown generator {name!r}; choose one of: {', '.join(GENERATORS)}")
+    return GENERATORS.build(name)
 
 
 def make_judge(name: str = "heuristic", **options: Any):
     """``heuristic`` (offline, lexical) or ``openai:<model>`` / ``anthropic:<model>`` (LLM judge)."""
-    if name == "heuristic":
-        return HeuristicJudge()
-    kind, _, model = name.partition(":")
-    if kind in ("openai", "anthropic") and model:
-        return LLMJudge(kind, model, **options)
-    raise ConfigError(f"unknown judge {name!r}; choose heuristic, openai:<model> or anthropic:<model>")
+    from ..registry import JUDGES
+
+    return JUDGES.build(name, **options)
 
 
 def answer_question(retriever, question: str, generator: Generator, *, k: int = 5, gate: ConfidenceGate | None = None,

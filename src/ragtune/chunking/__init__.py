@@ -41,21 +41,22 @@ __all__ = [
     "prefix_for",
 ]
 
-# name -> (config class, chunker class)
-CHUNKERS: dict[str, tuple[type, type]] = {
-    "fixed": (FixedChunkerConfig, FixedChunker),
-    "recursive": (RecursiveChunkerConfig, RecursiveChunker),
-    "markdown": (MarkdownChunkerConfig, MarkdownChunker),
-    "semantic": (SemanticChunkerConfig, SemanticChunker),
-    "small_to_big": (SmallToBigChunkerConfig, SmallToBigChunker),
-    "section": (SectionChunkerConfig, SectionChunker),
-    "document": (DocumentChunkerConfig, DocumentChunker),
-}
+from ..registry import CHUNKERS
+
+for _name, _config, _cls, _summary in (
+    ("fixed", FixedChunkerConfig, FixedChunker, "token windows with overlap"),
+    ("recursive", RecursiveChunkerConfig, RecursiveChunker, "split on headings, paragraphs, lines, sentences"),
+    ("markdown", MarkdownChunkerConfig, MarkdownChunker, "heading-aware; tables and code blocks atomic"),
+    ("semantic", SemanticChunkerConfig, SemanticChunker, "cut where neighbouring sentences diverge"),
+    ("small_to_big", SmallToBigChunkerConfig, SmallToBigChunker, "search small children, return their parent"),
+    ("section", SectionChunkerConfig, SectionChunker, "one chunk per heading section"),
+    ("document", DocumentChunkerConfig, DocumentChunker, "one chunk per document"),
+):
+    if _name not in CHUNKERS._entries:
+        CHUNKERS.register(_name, _config, _cls, summary=_summary, uses_embedder=_name == "semantic",
+                          fixed=("overlap",) if _name == "semantic" else ())
 
 
 def make_chunker(name: str, **options: Any) -> Chunker:
     """Build a chunker by name; options are validated by its config class."""
-    if name not in CHUNKERS:
-        raise ConfigError(f"unknown chunker {name!r}; choose one of: {', '.join(CHUNKERS)}")
-    config_cls, chunker_cls = CHUNKERS[name]
-    return chunker_cls(config_cls.from_dict(options))
+    return CHUNKERS.build(name, options=options)

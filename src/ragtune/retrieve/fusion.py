@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import time
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
+from ..config import check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
 from .base import Retriever
 
-__all__ = ["rrf", "HybridRetriever"]
+__all__ = ["rrf", "HybridConfig", "HybridRetriever"]
 
 
 def rrf(rankings: Sequence[Ranking], *, k: int = 60, weights: Sequence[float] | None = None,
@@ -74,3 +77,53 @@ class HybridRetriever:
         fused = rrf(rankings, k=self.k, weights=self.weights, depth=n)
         hits = fused.hits[:k]
         return Ranking(query, hits, {**fused.timings, "fusion": time.perf_counter() - t0})
+
+
+from .bm25 import BM25Config  # noqa: E402
+
+
+@dataclass(frozen=True)
+class HybridConfig(BM25Config):
+    """BM25 + dense fused by reciprocal rank fusion: BM25's options, plus how to fuse.
+
+    ``rrf_k`` is the RRF constant, ``weights`` the (bm25, dense) weights, ``fusion_depth`` the
+    candidates taken from each retriever, ``ann`` approximate dense search."""
+
+    rrf_k: int = 60
+    weights: tuple[float, ...] | None = None
+    fusion_depth: int = 50
+    ann: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_range("HybridConfig", "rrf_k", self.rrf_k, lo=0, integer=True)
+        check_range("HybridConfig", "fusion_depth", self.fusion_depth, lo=1, integer=True)
+        if not isinstance(self.ann, bool):
+            raise ConfigError(f"HybridConfig: ann must be true or false, got {self.ann!r}")
+        if self.weights is not None:
+            w = tuple(self.weights)
+            if len(w) != 2:
+                raise ConfigError(f"HybridConfig: weights are two numbers (bm25, dense), got {list(w)!r}")
+            for x in w:
+                check_range("HybridConfig", "weights", x, lo=0)
+                if not math.isfinite(x):
+                    raise ConfigError(f"HybridConfig: weights must be finite, got {list(w)!r}")
+            if sum(w) <= 0:
+                raise ConfigError(f"HybridConfig: at least one weight must be > 0, got {list(w)!r}")
+            object.__setattr__(self, "weights", tuple(float(x) for x in w))
+
+    @property
+    def bm25(self) -> BM25Config:
+        return BM25Config(k1=self.k1, b=self.b, method=self.method, stemmer=self.stemmer, stopwords=self.stopwords)
+
+
+def _build(config: HybridConfig, chunks: Sequence[Chunk], resources) -> HybridRetriever:
+    bm25 = resources.bm25(chunks, config.bm25)
+    dense = resources.dense(chunks, ann=config.ann)
+    return HybridRetriever([bm25, dense], k=config.rrf_k, weights=config.weights, depth=config.fusion_depth)
+
+
+from ..registry import RETRIEVERS  # noqa: E402
+
+RETRIEVERS.register("hybrid", HybridConfig, _build, summary="BM25 + dense by reciprocal rank fusion",
+                    uses_embedder=True)

@@ -14,15 +14,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..config import Config, check_range
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Hit, Ranking
 from .base import Retriever
 
-__all__ = ["Reranker", "EmbeddingReranker", "CrossEncoderReranker", "RerankedRetriever"]
+__all__ = ["Reranker", "EmbeddingReranker", "EmbeddingRerankerConfig", "CrossEncoderReranker", "CrossEncoderConfig",
+           "RerankedRetriever"]
 
 
 @runtime_checkable
@@ -113,3 +116,48 @@ class RerankedRetriever:
         head = Ranking(query, base.hits[: self.candidates], base.timings)
         reranked = self.reranker.rerank(query, head)
         return Ranking(query, (reranked.hits + base.hits[self.candidates:])[:k], reranked.timings)
+
+
+@dataclass(frozen=True)
+class EmbeddingRerankerConfig(Config):
+    """Rescore the shortlist with a second embedder (offline default: e5-small)."""
+
+    model: str = "e5-small"
+
+    def __post_init__(self) -> None:
+        from ..registry import EMBEDDERS
+
+        EMBEDDERS.get(self.model)
+
+
+@dataclass(frozen=True)
+class CrossEncoderConfig(Config):
+    """A sentence-transformers CrossEncoder: a Hugging Face id or a local folder."""
+
+    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    max_length: int = 512
+    batch_size: int = 32
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.model, str) or not self.model.strip():
+            raise ConfigError(f"CrossEncoderConfig: model must be a model id or folder, got {self.model!r}")
+        check_range("CrossEncoderConfig", "max_length", self.max_length, lo=1, integer=True)
+        check_range("CrossEncoderConfig", "batch_size", self.batch_size, lo=1, integer=True)
+
+
+def _embedding(config: EmbeddingRerankerConfig, **_: object) -> EmbeddingReranker:
+    from ..embed import CachedEmbedder, get_embedder
+
+    return EmbeddingReranker(CachedEmbedder(get_embedder(config.model)))
+
+
+def _cross_encoder(config: CrossEncoderConfig, **_: object) -> CrossEncoderReranker:
+    return CrossEncoderReranker(config.model, max_length=config.max_length, batch_size=config.batch_size)
+
+
+from ..registry import RERANKERS  # noqa: E402
+
+RERANKERS.register("embedding", EmbeddingRerankerConfig, _embedding,
+                   summary="a second embedder rescores the shortlist (weak offline fallback)")
+RERANKERS.register("cross-encoder", CrossEncoderConfig, _cross_encoder,
+                   summary="a cross-encoder scores (query, chunk) pairs jointly")

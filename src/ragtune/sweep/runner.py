@@ -23,7 +23,8 @@ from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..errors import RagtuneError
 from ..golden import GoldenSet
-from ..pipeline import Pipeline, build_reranker, build_retriever, default_chunker, run_eval
+from ..pipeline import Resources, build_pipeline, run_eval
+from ..registry import CHUNKERS, RETRIEVERS
 from .grid import Grid, RunSpec
 
 __all__ = ["run_sweep", "golden_fingerprint", "SweepStateError"]
@@ -145,8 +146,6 @@ class _Progress:
 def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
               show_progress: bool = True, on_record: Callable[[dict], None] | None = None) -> list[dict]:
     """Run (or resume) every configuration; returns one record per configuration, grid order."""
-    from ..embed import CachedEmbedder, get_embedder
-
     grid = grid.resolved(corpus.kind)
     out = Path(out_dir)
     runs = out / "runs"
@@ -183,8 +182,7 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
                         continue
                 except (OSError, json.JSONDecodeError):
                     pass  # a damaged file is recomputed
-            record = _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders,
-                              CachedEmbedder, get_embedder)
+            record = _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders)
             _write_atomic(path, record)
             records.append(record)
             progress.advance(computed=True)
@@ -195,8 +193,7 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
     return records
 
 
-def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders,
-             CachedEmbedder, get_embedder) -> dict:
+def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders) -> dict:
     label = spec.label
     progress.stage(i, label, "chunking")
     ckey = (spec.chunker, spec.prefix, spec.chunker_options)
@@ -204,20 +201,20 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
         chunker, chunks, parents = chunk_cache[ckey]
         chunk_cache.move_to_end(ckey)
     else:
-        chunker = default_chunker(corpus, spec.chunker, prefix=spec.prefix, **dict(spec.chunker_options))
+        chunker = CHUNKERS.build(spec.chunker, options=spec.chunker_config(corpus.kind))
         chunks, parents = _cached_chunking(corpus, chunker)
         chunk_cache[ckey] = (chunker, chunks, parents)
         if len(chunk_cache) > 8:
             chunk_cache.popitem(last=False)
 
     emb = None
-    if spec.retriever in ("dense", "hybrid"):
-        emb = embedders.get(spec.embedder)
-        if emb is None:
-            emb = embedders[spec.embedder] = CachedEmbedder(get_embedder(spec.embedder), show_progress=progress.tty)
+    resources = Resources(spec.embedder, show_progress=progress.tty, embedders=embedders)
+    if spec.uses_vectors:
+        if spec.embedder not in embedders:
             # every configuration asks the same questions: embed them once, time them once
-            secs = emb.memoize_queries([item.q for item in golden])
+            secs = resources.embedder().memoize_queries([item.q for item in golden])
             embedders[f"{spec.embedder}|query_ms"] = _ms_percentiles(secs)
+        emb = resources.embedder()
     before = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
     ikey = spec.index_key
     if ikey in index_cache:
@@ -227,23 +224,17 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
     else:
         progress.stage(i, label, "indexing")
         t0 = time.perf_counter()
-        opts = dict(spec.retriever_options)
-        if "fusion_depth" in opts:
-            opts["depth"] = opts.pop("fusion_depth")
-        if isinstance(opts.get("weights"), tuple):
-            opts["weights"] = list(opts["weights"])
         from ..embed.cache import default_cache_dir
 
-        base = build_retriever(chunks, spec.retriever, embedder=emb if emb else spec.embedder,
-                               bm25_cache=default_cache_dir() / "bm25", **opts)
+        resources.bm25_cache = default_cache_dir() / "bm25"
+        base = RETRIEVERS.build(spec.retriever, chunks, resources, options=spec.retriever_config())
         build_s = time.perf_counter() - t0
         index_cache[ikey] = (base, build_s)
         if len(index_cache) > 4:
             index_cache.popitem(last=False)
         reused = False
     after = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
-    reranker = build_reranker(spec.rerank, spec.rerank_model) if spec.rerank else None
-    pipeline = Pipeline(corpus, chunker, base, chunks, parents, reranker, spec.candidates)
+    pipeline = build_pipeline(corpus, spec, resources=resources, chunking=(chunks, parents), chunker=chunker, base=base)
     progress.stage(i, label, "evaluating")
     result = run_eval(pipeline, golden, ks=grid.ks, depth=grid.depth, filters=spec.filter)
     return {
