@@ -82,3 +82,47 @@ def test_mask_cache_tells_true_from_one_and_quotes_keep_unicode(tmp_path):
     assert f.mask("draft=1").tolist() == [False, True]  # not the cached mask of draft=true
     assert f.mask('place="café"').tolist() == [True, False]
     assert parse_filter(r'place="a \"quoted\" word"').value == 'a "quoted" word'
+
+
+def test_errors_give_the_position_and_never_echo_the_input():
+    with pytest.raises(ConfigError, match="at character 7: >= needs a number, got 'soon'"):
+        parse_filter("year>=soon")
+    long_word = "w" * 3000
+    with pytest.raises(ConfigError) as e:
+        parse_filter(f"a=1 {long_word}")
+    assert "at character 5: unexpected 'wwwwwwwwwwwwwwwwwwww...'" in str(e.value) and len(str(e.value)) < 200
+
+
+@pytest.mark.parametrize("expr, message", [
+    ("a=" + "x" * 5000, "it has 5002 characters; the limit is 4096"),
+    ("(" * 2000 + "a=1" + ")" * 2000, "nest more than 32 deep"),
+    ("not " * 33 + "a=1", "nest more than 32 deep"),
+    ("a in [" + ", ".join(str(i) for i in range(300)) + "]", "a list holds at most 256 values"),
+])
+def test_size_depth_and_list_limits(expr, message):
+    with pytest.raises(ConfigError, match=message) as e:
+        parse_filter(expr)
+    assert len(str(e.value)) < 200  # no echo of a long input
+
+
+def test_limits_admit_what_they_name():
+    from ragtune.retrieve.filters import MAX_FILTER_DEPTH, MAX_LIST_VALUES
+
+    assert parse_filter("(" * MAX_FILTER_DEPTH + "a=1" + ")" * MAX_FILTER_DEPTH).matches({"a": 1})
+    assert parse_filter("not " * MAX_FILTER_DEPTH + "a=1").matches({"a": 1})  # an even number of nots
+    listed = parse_filter("a in [" + ", ".join(str(i) for i in range(MAX_LIST_VALUES)) + "]")
+    assert listed.matches({"a": MAX_LIST_VALUES - 1}) and not listed.matches({"a": MAX_LIST_VALUES})
+
+
+def test_in_lookup_agrees_with_pairwise_equality():
+    import itertools
+
+    from ragtune.retrieve.filters import Cmp, _eq
+
+    scalars = [True, False, 1, 0, 1.0, 2.5, 2020, "2020", "true", "True", "FALSE", "a", "A", "1", "1.0", "", -3]
+    metadata = scalars + [None, 2020.0, "None", [1], {"k": 1}]
+    for r in (1, 2, 3):
+        for combo in itertools.combinations(scalars, r):
+            cmp = Cmp("f", "in", combo)
+            for x in metadata:
+                assert cmp._in(x) == any(_eq(x, c) for c in combo), (x, combo)

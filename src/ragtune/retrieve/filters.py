@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Union
 
 import numpy as np
@@ -29,7 +30,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..types import Chunk
 
-__all__ = ["Filter", "ChunkFilter", "parse_filter", "chunk_fields", "combine_filters"]
+__all__ = ["Filter", "ChunkFilter", "parse_filter", "chunk_fields", "combine_filters", "MAX_FILTER_CHARS",
+           "MAX_FILTER_DEPTH", "MAX_LIST_VALUES"]
 
 _TOKEN_RE = re.compile(r"""\s*(?:(?P<op><=|>=|!=|=|<|>)|(?P<lp>\()|(?P<rp>\))|(?P<lb>\[)|(?P<rb>\])|(?P<comma>,)
     |(?P<str>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')|(?P<word>[^\s()\[\],=!<>"']+))""", re.X)
@@ -47,7 +49,7 @@ class Cmp:
         v = meta[self.field]
         values = v if isinstance(v, (list, tuple, set)) else [v]
         if self.op == "in":
-            return any(_eq(x, c) for x in values for c in self.value)
+            return any(self._in(x) for x in values)
         if self.op == "=":
             return any(_eq(x, self.value) for x in values)
         if self.op == "!=":
@@ -65,6 +67,30 @@ class Cmp:
 
     def fields(self) -> set[str]:
         return {self.field}
+
+    @cached_property
+    def _in_keys(self) -> tuple[set[str], set[Any], set[str], set[str], set[str]]:
+        """The list of an ``in``, indexed so that a lookup costs the same as ``_eq`` against every value."""
+        vals = self.value
+        return ({str(c).lower() for c in vals if isinstance(c, bool)},
+                {c for c in vals if isinstance(c, (int, float)) and not isinstance(c, bool)},
+                {str(c) for c in vals if not isinstance(c, bool)},
+                {str(c) for c in vals if not isinstance(c, (bool, int, float))},
+                {str(c).lower() for c in vals})
+
+    def _in(self, x: Any) -> bool:
+        """``any(_eq(x, c) for c in self.value)`` by set lookups."""
+        bools, nums, texts, words, lowered = self._in_keys
+        if isinstance(x, bool):
+            return str(x).lower() in lowered
+        if isinstance(x, str):
+            return x.lower() in bools or x in texts
+        if str(x).lower() in bools or str(x) in words:
+            return True
+        try:
+            return x in nums
+        except TypeError:  # an unhashable value
+            return any(x == c for c in nums)
 
 
 @dataclass(frozen=True)
@@ -111,8 +137,8 @@ def _eq(x: Any, c: Any) -> bool:
     return str(x) == str(c)
 
 
-def _value(tok: tuple[str, str]) -> Any:
-    kind, text = tok
+def _value(tok: tuple[str, str] | tuple[str, str, int]) -> Any:
+    kind, text = tok[0], tok[1]
     if kind == "str":
         return re.sub(r"\\(.)", r"\1", text[1:-1])  # a backslash escapes the character after it
     low = text.lower()
@@ -127,34 +153,56 @@ def _value(tok: tuple[str, str]) -> Any:
             return text
 
 
+MAX_FILTER_CHARS = 4096
+"""Longest filter expression accepted, in characters."""
+MAX_FILTER_DEPTH = 32
+"""Deepest nesting of parentheses and ``not`` accepted."""
+MAX_LIST_VALUES = 256
+"""Most values accepted in one ``in [...]`` list."""
+
+
+def _show(text: str, limit: int = 20) -> str:
+    """A token as an error message shows it: quoted, and cut short so input is never echoed at length."""
+    return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
 class _Parser:
     def __init__(self, text: str):
-        self.text = text
-        self.toks: list[tuple[str, str]] = []
+        if len(text) > MAX_FILTER_CHARS:
+            self.fail(f"it has {len(text)} characters; the limit is {MAX_FILTER_CHARS}", None)
+        self.toks: list[tuple[str, str, int]] = []  # kind, text, position
         pos = 0
         while pos < len(text):
             m = _TOKEN_RE.match(text, pos)
             if not m or m.end() == pos:
                 if text[pos:].strip() == "":
                     break
-                self.fail(f"unexpected character {text[pos]!r} at position {pos}")
+                self.fail(f"unexpected character {_show(text[pos])}", pos)
             kind = m.lastgroup
             assert kind is not None
-            self.toks.append((kind, m.group(kind)))
+            self.toks.append((kind, m.group(kind), m.start(kind)))
             pos = m.end()
+        self.end = len(text)
         self.i = 0
+        self.depth = 0
 
-    def fail(self, why: str) -> None:
-        raise ConfigError(f"invalid filter {self.text!r}: {why}; expected e.g. 'dir=tutorial', "
+    @staticmethod
+    def fail(why: str, pos: int | None) -> None:
+        where = f" at character {pos + 1}" if pos is not None else ""
+        raise ConfigError(f"invalid filter{where}: {why}; expected e.g. 'dir=tutorial', "
                           "'year>=2020 and lang in [en, de]'")
 
-    def peek(self) -> tuple[str, str] | None:
+    def peek(self) -> tuple[str, str, int] | None:
         return self.toks[self.i] if self.i < len(self.toks) else None
 
-    def take(self) -> tuple[str, str]:
+    def pos(self) -> int:
+        tok = self.peek()
+        return tok[2] if tok is not None else self.end
+
+    def take(self) -> tuple[str, str, int]:
         tok = self.peek()
         if tok is None:
-            self.fail("unexpected end")
+            self.fail("unexpected end", self.end)
         self.i += 1
         return tok  # type: ignore[return-value]
 
@@ -162,10 +210,16 @@ class _Parser:
         tok = self.peek()
         return tok is not None and tok[0] == "word" and tok[1].lower() == word
 
+    def nest(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_FILTER_DEPTH:
+            self.fail(f"parentheses and 'not' nest more than {MAX_FILTER_DEPTH} deep", self.pos())
+
     def parse(self) -> Filter:
         f = self.or_expr()
-        if self.peek() is not None:
-            self.fail(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
+        tok = self.peek()
+        if tok is not None:
+            self.fail(f"unexpected {_show(tok[1])}", tok[2])
         return f
 
     def or_expr(self) -> Filter:
@@ -185,47 +239,59 @@ class _Parser:
     def unary(self) -> Filter:
         if self.is_word("not"):
             self.take()
-            return Not(self.unary())
+            self.nest()
+            f: Filter = Not(self.unary())
+            self.depth -= 1
+            return f
         tok = self.peek()
         if tok is not None and tok[0] == "lp":
             self.take()
+            self.nest()
             f = self.or_expr()
-            if self.take()[0] != "rp":
-                self.fail("missing ')'")
+            close = self.peek()
+            if close is None or close[0] != "rp":
+                self.fail("missing ')'", self.pos())
+            self.take()
+            self.depth -= 1
             return f
         return self.comparison()
 
     def comparison(self) -> Filter:
-        kind, field = self.take()
+        kind, field, at = self.take()
         if kind not in ("word", "str"):
-            self.fail(f"expected a field name, got {field!r}")
+            self.fail(f"expected a field name, got {_show(field)}", at)
         field = _value((kind, field)) if kind == "str" else field
         if self.is_word("in"):
             self.take()
-            if self.take()[0] != "lb":
-                self.fail("'in' takes a list like [a, b]")
+            kind, text, at = self.take()
+            if kind != "lb":
+                self.fail("'in' takes a list like [a, b]", at)
             values = []
             while True:
-                tok = self.take()
-                if tok[0] == "rb":
+                kind, text, at = self.take()
+                if kind == "rb":
                     break
-                if tok[0] == "comma":
+                if kind == "comma":
                     continue
-                if tok[0] not in ("word", "str"):
-                    self.fail(f"unexpected {tok[1]!r} in list")
-                values.append(_value(tok))
+                if kind not in ("word", "str"):
+                    self.fail(f"unexpected {_show(text)} in list", at)
+                if len(values) == MAX_LIST_VALUES:
+                    self.fail(f"a list holds at most {MAX_LIST_VALUES} values", at)
+                values.append(_value((kind, text)))
             return Cmp(str(field), "in", tuple(values))
         if self.peek() is None:
-            self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {field!r}")
-        kind, op = self.take()
+            self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {_show(str(field))}", self.end)
+        kind, op, at = self.take()
         if kind != "op":
-            self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {field!r}")
-        vk, vt = self.take()
+            self.fail(f"expected an operator (=, !=, <, <=, >, >=, in) after {_show(str(field))}", at)
+        if self.peek() is None:
+            self.fail(f"expected a value after {op!r}", self.end)
+        vk, vt, at = self.take()
         if vk not in ("word", "str"):
-            self.fail(f"expected a value after {op!r}")
+            self.fail(f"expected a value after {op!r}", at)
         value = _value((vk, vt))
         if op in ("<", "<=", ">", ">=") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            self.fail(f"{op} needs a number, got {vt!r}")
+            self.fail(f"{op} needs a number, got {_show(vt)}", at)
         return Cmp(str(field), op, value)
 
 
