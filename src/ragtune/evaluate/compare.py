@@ -1,22 +1,44 @@
-"""``compare``: two systems on the same golden set, question by question.
+"""``compare``: N systems against a baseline on the same questions, as one report.
 
-Returns a :class:`Comparison` with the mean difference, a paired
-significance test (seed recorded), win/tie/loss counts, and the questions
-fixed and broken (first relevant hit inside the top k gained or lost).
+:func:`compare` takes runs (:class:`~ragtune.evaluate.run.Run`, eval results or
+paths) and returns a :class:`Report`: for every system and metric the mean with a
+bootstrap confidence interval; for every system other than the baseline the
+delta with its interval, a paired test's p-value, the p-value corrected across
+all comparisons, wins/ties/losses, the questions fixed and broken, and the
+minimum detectable effect for this many questions.
+
+:func:`compare_runs` and :class:`Comparison` are the two-system form kept for
+existing callers; they run on the same code.
 """
 
 from __future__ import annotations
 
+import html
 import json
 import math
-from collections.abc import Mapping
+import os
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..errors import ConfigError
-from .significance import bootstrap_test, randomization_test
+import numpy as np
 
-__all__ = ["Comparison", "compare_runs", "metric_k", "per_question"]
+from ..errors import ConfigError
+from .run import Run, load_runs
+from .significance import (
+    bootstrap_ci,
+    check_correction,
+    check_test,
+    correct,
+    detectable_effect,
+    paired_test,
+    questions_needed,
+)
+
+__all__ = ["Comparison", "Report", "ReportRow", "compare", "compare_runs", "metric_k", "per_question"]
+
+DEFAULT_METRICS = ("recall@10", "mrr", "ndcg@10")
+TARGET_EFFECT = 0.05  # "a 5-point difference" on metrics between 0 and 1
 
 
 def metric_k(metric: str, ks: tuple[int, ...] | list[int]) -> int:
@@ -40,13 +62,417 @@ def per_question(result: Mapping[str, Any], metric: str) -> dict[str, float]:
     return out
 
 
-def _hits(result: Mapping[str, Any], k: int) -> dict[str, bool]:
-    return {q["id"]: q.get("first_hit_rank") is not None and q["first_hit_rank"] <= k
-            for q in result["questions"] if q.get("answerable", True)}
+def _finite(o: Any) -> Any:
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: _finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [_finite(v) for v in o]
+    return o
+
+
+@dataclass(frozen=True)
+class ReportRow:
+    """One system on one metric. Fields after ``ci_high`` are ``None`` on the baseline's rows.
+
+    ``mde`` is the minimum detectable effect (see :func:`compare`); ``needed`` the
+    questions it would take to detect the observed ``delta``, ``needed_target``
+    those for a difference of ``target_effect`` (``None`` for metrics not on a 0-1
+    scale); ``changed`` the questions whose value differs from the baseline's.
+    """
+
+    system: str
+    metric: str
+    n: int
+    mean: float
+    ci_low: float
+    ci_high: float
+    delta: float | None = None
+    delta_low: float | None = None
+    delta_high: float | None = None
+    p_value: float | None = None
+    p_adjusted: float | None = None
+    significant: bool | None = None
+    wins: int | None = None
+    ties: int | None = None
+    losses: int | None = None
+    changed: int | None = None
+    fixed: tuple[str, ...] | None = None
+    broken: tuple[str, ...] | None = None
+    k: int | None = None
+    sd_diff: float | None = None
+    mde: float | None = None
+    needed: int | None = None
+    needed_target: int | None = None
+
+    @property
+    def is_baseline(self) -> bool:
+        return self.delta is None
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        for key in ("fixed", "broken"):
+            if d[key] is not None:
+                d[key] = list(d[key])
+        return d
+
+
+@dataclass(frozen=True)
+class Report:
+    """The result of :func:`compare`: settings, systems and one row per (system, metric)."""
+
+    systems: tuple[str, ...]
+    baseline: str
+    metrics: tuple[str, ...]
+    n: int
+    test: str
+    correction: str
+    samples: int
+    seed: int
+    alpha: float
+    power: float
+    confidence: float
+    mde_alpha: float  # the per-comparison alpha the MDE is computed at (alpha / comparisons when corrected)
+    target_effect: float
+    rows: tuple[ReportRow, ...]
+
+    def row(self, system: str, metric: str) -> ReportRow:
+        for r in self.rows:
+            if r.system == system and r.metric == metric:
+                return r
+        raise ConfigError(f"no row for system {system!r} and metric {metric!r}; systems: "
+                          f"{', '.join(self.systems)}; metrics: {', '.join(self.metrics)}")
+
+    @property
+    def comparisons(self) -> tuple[ReportRow, ...]:
+        """The rows of systems other than the baseline."""
+        return tuple(r for r in self.rows if not r.is_baseline)
+
+    def notes(self) -> list[str]:
+        """A sentence per comparison that is not significant, saying what it would take."""
+        out = []
+        adj = "corrected " if self.correction != "none" and len(self.comparisons) > 1 else ""
+        for r in self.comparisons:
+            if r.significant:
+                continue
+            head = f"{r.system} vs {self.baseline} on {r.metric}:"
+            if not r.changed:
+                out.append(f"{head} no question changed, so there is nothing to test (p = 1).")
+                continue
+            s = (f"{head} {r.delta:+.4f} is not significant ({adj}p = {r.p_adjusted:.3g}). With {r.n} questions the "
+                 f"smallest difference detectable at alpha {self.mde_alpha:.3g} with power {self.power:g} is about "
+                 f"±{r.mde:.4f}" if r.mde is not None else f"{head} {r.delta:+.4f} is not significant")
+            wants = []
+            if r.needed is not None:
+                wants.append(f"detecting {r.delta:+.4f} would take about {r.needed} questions")
+            if r.needed_target is not None:
+                wants.append(f"a {self.target_effect * 100:g}-point difference about {r.needed_target}")
+            if wants:
+                s += "; " + ", ".join(wants)
+            s += "."
+            if self.test == "randomization" and 2.0 ** (1 - r.changed) >= self.mde_alpha:
+                s += (f" Only {r.changed} question(s) changed: the randomization test cannot give p below "
+                      f"{2.0 ** (1 - r.changed):.3g} with so few.")
+            out.append(s)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        d = {k: getattr(self, k) for k in ("systems", "baseline", "metrics", "n", "test", "correction", "samples",
+                                            "seed", "alpha", "power", "confidence", "mde_alpha", "target_effect")}
+        d["systems"], d["metrics"] = list(self.systems), list(self.metrics)
+        d["rows"] = [r.to_dict() for r in self.rows]
+        d["notes"] = self.notes()
+        return _finite(d)
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
+
+    def _cells(self, r: ReportRow) -> list[str]:
+        mean = f"{r.mean:.4f} [{r.ci_low:.4f}, {r.ci_high:.4f}]"
+        if r.is_baseline:
+            return [r.system + " (baseline)", mean, "", "", "", "", "", "", ""]
+        return [
+            r.system, mean, f"{r.delta:+.4f} [{r.delta_low:+.4f}, {r.delta_high:+.4f}]", f"{r.p_value:.4g}",
+            f"{r.p_adjusted:.4g}" + (" *" if r.significant else ""), f"{r.wins}/{r.ties}/{r.losses}",
+            str(len(r.fixed or ())), str(len(r.broken or ())), "-" if r.mde is None else f"{r.mde:.4f}",
+        ]
+
+    def _header(self) -> list[str]:
+        c = f"{self.confidence * 100:g}% CI"
+        p_adj = "p" if self.correction == "none" else f"p {self.correction}"
+        return ["system", f"mean [{c}]", f"delta [{c}]", "p", p_adj, "W/T/L", "fixed", "broken", "MDE"]
+
+    def _settings(self) -> str:
+        return (f"n={self.n} questions · {self.test} test, {self.samples} samples, seed {self.seed} · "
+                f"correction {self.correction} over {len(self.comparisons)} comparisons · alpha {self.alpha:g}, "
+                f"power {self.power:g} · baseline {self.baseline}")
+
+    def _fixed_broken(self) -> list[str]:
+        out = []
+        for r in self.comparisons:
+            if r.fixed or r.broken:
+                out.append(f"{r.system} on {r.metric} (top {r.k}): fixed {', '.join(r.fixed) or '-'}; "
+                           f"broken {', '.join(r.broken) or '-'}")
+        return out
+
+    def to_text(self) -> str:
+        """A plain table per metric, for terminals."""
+        lines = [self._settings()]
+        for m in self.metrics:
+            rows = [self._header()] + [self._cells(r) for r in self.rows if r.metric == m]
+            widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+            lines += ["", m]
+            for row in rows:
+                lines.append("  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                                       for i, (c, w) in enumerate(zip(row, widths))).rstrip())
+        fb = self._fixed_broken()
+        if fb:
+            lines += ["", "fixed / broken (first relevant hit entering / leaving the top k):"] + [f"  {x}" for x in fb]
+        notes = self.notes()
+        if notes:
+            lines += ["", "not significant:"] + [f"  {x}" for x in notes]
+        lines += ["", f"* significant at alpha {self.alpha:g}" + ("" if self.correction == "none"
+                                                                  else f" after {self.correction} correction")]
+        return "\n".join(lines)
+
+    def to_markdown(self) -> str:
+        """One markdown table per metric, then fixed/broken and notes."""
+        out = [f"_{self._settings()}_"]
+        for m in self.metrics:
+            head = self._header()
+            out += ["", f"**{m}**", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for r in self.rows:
+                if r.metric == m:
+                    out.append("| " + " | ".join(c.replace("|", "\\|") for c in self._cells(r)) + " |")
+        fb = self._fixed_broken()
+        if fb:
+            out += ["", "Fixed / broken (first relevant hit entering / leaving the top k):", ""] + [f"- {x}" for x in fb]
+        notes = self.notes()
+        if notes:
+            out += ["", "Not significant:", ""] + [f"- {x}" for x in notes]
+        return "\n".join(out) + "\n"
+
+    def to_html(self, *, title: str = "ragtune compare") -> str:
+        """A self-contained HTML page (inline style, no scripts, no network)."""
+        e = html.escape
+        parts = [f"<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{e(title)}</title>",
+                 "<style>body{font:14px/1.45 system-ui,sans-serif;color:#1d2330;margin:24px}"
+                 "table{border-collapse:collapse;margin:6px 0 18px}th,td{padding:4px 10px;border-bottom:1px solid "
+                 "#e4e7ec;text-align:right;white-space:nowrap}th{background:#f5f6f8}td:first-child,th:first-child"
+                 "{text-align:left}tr.base td{background:#eef3ff}.pos{color:#11845b}.neg{color:#c0392b}"
+                 ".sig{font-weight:600}.sub{color:#667085}</style></head><body>",
+                 f"<h1>{e(title)}</h1><p class=\"sub\">{e(self._settings())}</p>"]
+        for m in self.metrics:
+            parts.append(f"<h2>{e(m)}</h2><table><thead><tr>"
+                         + "".join(f"<th>{e(h)}</th>" for h in self._header()) + "</tr></thead><tbody>")
+            for r in self.rows:
+                if r.metric != m:
+                    continue
+                cells = self._cells(r)
+                tds = []
+                for i, c in enumerate(cells):
+                    cls = ""
+                    if i == 2 and r.delta is not None:
+                        cls = "pos" if r.delta > 0 else "neg" if r.delta < 0 else ""
+                    if i == 4 and r.significant:
+                        cls = "sig"
+                    tds.append(f"<td class=\"{cls}\">{e(c)}</td>" if cls else f"<td>{e(c)}</td>")
+                parts.append(f"<tr class=\"{'base' if r.is_baseline else ''}\">" + "".join(tds) + "</tr>")
+            parts.append("</tbody></table>")
+        for heading, items in (("Fixed / broken", self._fixed_broken()), ("Not significant", self.notes())):
+            if items:
+                parts.append(f"<h2>{heading}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in items) + "</ul>")
+        parts.append("</body></html>\n")
+        return "\n".join(parts)
+
+    def write(self, path: str | os.PathLike[str]) -> str:
+        """Write the report in the format of ``path``'s suffix: ``.md``, ``.html`` or ``.json``."""
+        suffix = os.path.splitext(os.fspath(path))[1].lower()
+        render = {".md": self.to_markdown, ".markdown": self.to_markdown, ".html": self.to_html,
+                  ".htm": self.to_html, ".json": self.to_json}.get(suffix)
+        if render is None:
+            raise ConfigError(f"cannot tell the report format from {os.fspath(path)!r}; use a .md, .html or .json "
+                              "file name")
+        text = render()
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text if text.endswith("\n") else text + "\n")
+        return os.fspath(path)
+
+
+def _to_runs(runs: Any, golden: Any, corpus: Any, ks: Sequence[int]) -> list[Run]:
+    if isinstance(runs, (Run, str, os.PathLike)) or (isinstance(runs, Mapping) and "questions" in runs):
+        raise ConfigError("compare takes a list (or a name -> run mapping) of at least two runs, got a single one")
+
+    def one(x: Any, i: int, name: str | None) -> list[Run]:
+        if isinstance(x, Run):
+            return [x.renamed(name) if name else x]
+        if isinstance(x, (str, os.PathLike)):
+            return load_runs(x, golden=golden, corpus=corpus, name=name, ks=ks)
+        if isinstance(x, Mapping) or hasattr(x, "to_dict"):
+            return [Run.from_result(x, name=name or f"run{i + 1}")]
+        raise ConfigError(f"cannot compare a {type(x).__name__}; give Run objects, evaluation results (or their "
+                          "to_dict()), or paths to eval JSON, sweep folders or TREC run files")
+
+    out: list[Run] = []
+    items = runs.items() if isinstance(runs, Mapping) else ((None, x) for x in runs)
+    for i, (name, x) in enumerate(items):
+        out += one(x, i, name)
+    return out
+
+
+def _check_questions(base: Run, run: Run) -> None:
+    a, b = set(base.scores), set(run.scores)
+    if a == b:
+        return
+    parts = []
+    if a - b:
+        parts.append(f"lacks {len(a - b)} question(s) ({_few(a - b)})")
+    if b - a:
+        parts.append(f"has {len(b - a)} extra ({_few(b - a)})")
+    raise ConfigError(f"the two results cover different questions: run {run.name!r} {' and '.join(parts)} of "
+                      f"baseline {base.name!r}; compare runs of the same golden set")
+
+
+def _few(ids: Any, n: int = 5) -> str:
+    ids = sorted(ids)
+    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
+
+
+def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
+    v = run.values(metric)
+    x = np.array([v[i] for i in ids], dtype=np.float64)
+    bad = [i for i, y in zip(ids, x) if not math.isfinite(y)]
+    if bad:
+        raise ConfigError(f"metric {metric!r} is undefined in run {run.name!r} for question(s) {_few(bad)}; "
+                          "compare on another metric")
+    return x
+
+
+def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None, baseline: str | int | None = None,
+            metrics: Sequence[str] | str = DEFAULT_METRICS, *, test: str = "randomization",
+            correction: str = "holm", samples: int = 10000, seed: int = 0, alpha: float = 0.05,
+            power: float = 0.8, confidence: float = 0.95, corpus: Any = None, tolerance: float = 1e-9,
+            target_effect: float = TARGET_EFFECT) -> Report:
+    r"""Compare N systems with a baseline on every metric, question by question.
+
+    ``runs`` is a list of :class:`Run`, evaluation results (``EvalResult`` or its
+    ``to_dict()``) or paths (eval JSON, sweep folder or results.json, which adds one
+    run per configuration, or a TREC run file scored against ``golden``, with
+    ``corpus`` when its hits are not golden anchors), or a ``{name: run}`` mapping.
+    Names must be unique. ``baseline`` is a name or an index; default the first run.
+    Every run must have each of ``metrics`` for the same answerable questions.
+
+    For each system and metric: the mean with a percentile bootstrap CI
+    (``confidence``, ``samples`` resamples, ``seed``). For each other system: the
+    delta (system - baseline) with a bootstrap CI of the mean per-question
+    difference, the p-value of the paired ``test`` ("randomization", "bootstrap" or
+    "t-test"), the p-value corrected with ``correction`` ("holm", "bonferroni" or
+    "none") across all (system, metric) comparisons, significance
+    (corrected p < ``alpha``), wins/ties/losses (per-question values differing by
+    more than ``tolerance``), and the questions fixed and broken (first relevant
+    hit entering / leaving the top k, k the metric's cut-off or the baseline's
+    largest k).
+
+    Power: with :math:`s_d` the sample standard deviation of the :math:`n` paired
+    differences, the minimum detectable effect is
+
+    .. math:: MDE = (z_{1-\alpha'/2} + z_{power}) \, s_d / \sqrt{n}
+
+    and the questions needed to detect an effect :math:`\delta` are
+    :math:`\lceil ((z_{1-\alpha'/2} + z_{power}) \, s_d / \delta)^2 \rceil`, where
+    :math:`\alpha' = \alpha / m` over :math:`m` comparisons when a correction is on
+    (Bonferroni's bound, Holm's first step) and :math:`\alpha` otherwise. They are
+    reported for the observed delta and for ``target_effect`` (0.05, five points,
+    on metrics between 0 and 1; not for ``context_tokens@k``).
+    """
+    check_test(test)
+    check_correction(correction)
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    metrics = tuple(dict.fromkeys(metrics))
+    if not metrics:
+        raise ConfigError("compare needs at least one metric, such as recall@10")
+    if not 0.0 < alpha < 1.0:
+        raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
+    ks = [int(m.partition("@")[2]) for m in metrics if m.partition("@")[2].isdigit()]
+    run_list = _to_runs(runs, golden, corpus, ks)
+    if len(run_list) < 2:
+        raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
+    names = [r.name for r in run_list]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"two or more runs are named {', '.join(map(repr, dupes))}; give each a unique name "
+                          "(pass a {name: run} mapping, or Run.renamed)")
+    if baseline is None:
+        base_i = 0
+    elif isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not -len(run_list) <= baseline < len(run_list):
+            raise ConfigError(f"baseline index {baseline} is out of range for {len(run_list)} runs")
+        base_i = baseline % len(run_list)
+    elif baseline in names:
+        base_i = names.index(baseline)
+    else:
+        raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}")
+    base = run_list[base_i]
+    ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
+    for r in ordered[1:]:
+        _check_questions(base, r)
+    ids = list(base.question_ids)
+    n = len(ids)
+    if n == 0:
+        raise ConfigError(f"the baseline {base.name!r} has no answerable questions to compare")
+
+    m_comparisons = (len(ordered) - 1) * len(metrics)
+    mde_alpha = alpha / m_comparisons if correction != "none" else alpha
+    rows: list[dict[str, Any]] = []
+    for metric in metrics:
+        k = metric_k(metric, base.ks)
+        x = _values(base, metric, ids)
+        lo, hi = bootstrap_ci(x, n=samples, seed=seed, confidence=confidence)
+        rows.append(dict(system=base.name, metric=metric, n=n, mean=float(x.mean()), ci_low=lo, ci_high=hi))
+        for run in ordered[1:]:
+            y = _values(run, metric, ids)
+            d = y - x
+            lo, hi = bootstrap_ci(y, n=samples, seed=seed, confidence=confidence)
+            dlo, dhi = bootstrap_ci(d, n=samples, seed=seed, confidence=confidence)
+            wins = int(np.count_nonzero(d > tolerance))
+            losses = int(np.count_nonzero(d < -tolerance))
+            sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+            changed = int(np.count_nonzero(d))
+            delta = float(d.mean())
+            bounded = not metric.startswith("context_tokens")
+            ha = {i: (base.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
+            hb = {i: (run.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
+            rows.append(dict(
+                system=run.name, metric=metric, n=n, mean=float(y.mean()), ci_low=lo, ci_high=hi, delta=delta,
+                delta_low=dlo, delta_high=dhi, p_value=paired_test(test, x, y, n=samples, seed=seed),
+                wins=wins, ties=n - wins - losses, losses=losses, changed=changed,
+                fixed=tuple(i for i in ids if hb[i] and not ha[i]), broken=tuple(i for i in ids if ha[i] and not hb[i]),
+                k=k, sd_diff=sd,
+                mde=detectable_effect(sd, n, alpha=mde_alpha, power=power) if changed else None,
+                needed=questions_needed(sd, delta, alpha=mde_alpha, power=power),
+                needed_target=questions_needed(sd, target_effect, alpha=mde_alpha, power=power) if bounded else None,
+            ))
+    compared = [r for r in rows if "p_value" in r]
+    for r, p in zip(compared, correct([r["p_value"] for r in compared], correction)):
+        r["p_adjusted"] = p
+        r["significant"] = bool(p < alpha)
+    return Report(
+        systems=tuple(r.name for r in ordered), baseline=base.name, metrics=metrics, n=n, test=test,
+        correction=correction, samples=samples, seed=seed, alpha=alpha, power=power, confidence=confidence,
+        mde_alpha=mde_alpha, target_effect=target_effect, rows=tuple(ReportRow(**r) for r in rows),
+    )
 
 
 @dataclass(frozen=True)
 class Comparison:
+    """Two systems on one metric: the two-system view of a :class:`Report` row.
+
+    ``extra`` holds the rest of the row: ``delta_ci``, ``mean_ci`` of each side,
+    ``mde``, ``needed``, ``needed_target``, ``changed`` and ``sd_diff``.
+    """
+
     metric: str
     baseline: str
     candidate: str
@@ -64,22 +490,22 @@ class Comparison:
     fixed: tuple[str, ...] = ()
     broken: tuple[str, ...] = ()
     k: int = 10
-    p_adjusted: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["fixed"], d["broken"] = list(self.fixed), list(self.broken)
+        d["extra"] = _finite(dict(self.extra))
         return d
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
 
     def to_text(self) -> str:
-        p = self.p_adjusted if self.p_adjusted is not None else self.p_value
         lines = [
             f"{self.metric}: {self.baseline} {self.baseline_mean:.4f} -> {self.candidate} {self.candidate_mean:.4f} "
-            f"({self.delta:+.4f}, p={p:.4g}, {self.test} test, {self.samples} samples, seed {self.seed}, n={self.n})",
+            f"({self.delta:+.4f}, p={self.p_value:.4g}, {self.test} test, {self.samples} samples, seed {self.seed}, "
+            f"n={self.n})",
             f"wins {self.wins}  ties {self.ties}  losses {self.losses}",
             f"fixed ({len(self.fixed)}, first hit now in the top {self.k}): {', '.join(self.fixed) or '-'}",
             f"broken ({len(self.broken)}, first hit no longer in the top {self.k}): {', '.join(self.broken) or '-'}",
@@ -87,40 +513,34 @@ class Comparison:
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
-        p = self.p_adjusted if self.p_adjusted is not None else self.p_value
         return (f"| metric | {self.baseline} | {self.candidate} | delta | p | W/T/L | fixed | broken |\n"
                 f"|---|---|---|---|---|---|---|---|\n"
-                f"| {self.metric} | {self.baseline_mean:.4f} | {self.candidate_mean:.4f} | {self.delta:+.4f} | {p:.4g} | "
-                f"{self.wins}/{self.ties}/{self.losses} | {len(self.fixed)} | {len(self.broken)} |")
+                f"| {self.metric} | {self.baseline_mean:.4f} | {self.candidate_mean:.4f} | {self.delta:+.4f} | "
+                f"{self.p_value:.4g} | {self.wins}/{self.ties}/{self.losses} | {len(self.fixed)} | "
+                f"{len(self.broken)} |")
+
+
+def _comparison(report: Report, metric: str, candidate: str, names: tuple[str, str]) -> Comparison:
+    b, c = report.row(report.baseline, metric), report.row(candidate, metric)
+    return Comparison(
+        metric=metric, baseline=names[0], candidate=names[1], n=c.n, baseline_mean=b.mean, candidate_mean=c.mean,
+        delta=c.delta, p_value=c.p_value, test=report.test, samples=report.samples, seed=report.seed, wins=c.wins,
+        ties=c.ties, losses=c.losses, fixed=c.fixed, broken=c.broken, k=c.k,
+        extra={"delta_ci": [c.delta_low, c.delta_high], "baseline_ci": [b.ci_low, b.ci_high],
+               "candidate_ci": [c.ci_low, c.ci_high], "mde": c.mde, "needed": c.needed,
+               "needed_target": c.needed_target, "changed": c.changed, "sd_diff": c.sd_diff},
+    )
 
 
 def compare_runs(baseline: Mapping[str, Any], candidate: Mapping[str, Any], *, metric: str = "recall@10",
                  test: str = "randomization", samples: int = 10000, seed: int = 0, names: tuple[str, str] = ("A", "B"),
                  tolerance: float = 1e-9) -> Comparison:
-    """Compare two eval results (``EvalResult.to_dict()`` shape) on their shared answerable questions."""
-    a = per_question(baseline, metric)
-    b = per_question(candidate, metric)
-    if set(a) != set(b):
-        only = sorted(set(a) ^ set(b))
-        raise ConfigError(f"the two results cover different questions ({len(only)} differ, e.g. {only[0]!r}); "
-                          "compare runs of the same golden set")
-    ids = sorted(a)
-    xa = [a[i] for i in ids]
-    xb = [b[i] for i in ids]
-    if any(math.isnan(v) for v in xa + xb):
-        raise ConfigError(f"metric {metric!r} is undefined for some questions")
-    fn = randomization_test if test == "randomization" else bootstrap_test
-    p = fn(xa, xb, n=samples, seed=seed)
-    wins = sum(y > x + tolerance for x, y in zip(xa, xb))
-    losses = sum(y < x - tolerance for x, y in zip(xa, xb))
-    k = metric_k(metric, baseline.get("config", {}).get("ks", [10]))
-    ha, hb = _hits(baseline, k), _hits(candidate, k)
-    n = len(ids)
-    mean_a = sum(xa) / n if n else float("nan")
-    mean_b = sum(xb) / n if n else float("nan")
-    return Comparison(
-        metric=metric, baseline=names[0], candidate=names[1], n=n, baseline_mean=mean_a, candidate_mean=mean_b,
-        delta=mean_b - mean_a, p_value=p, test=test, samples=samples, seed=seed, wins=wins, ties=n - wins - losses,
-        losses=losses, fixed=tuple(i for i in ids if hb[i] and not ha[i]),
-        broken=tuple(i for i in ids if ha[i] and not hb[i]), k=k,
-    )
+    """Compare two eval results (``EvalResult.to_dict()`` shape) on their shared answerable questions.
+
+    A two-system :func:`compare` with no correction, returned as a :class:`Comparison`.
+    """
+    a = Run.from_result(baseline, name="baseline")
+    b = Run.from_result(candidate, name="candidate")
+    report = compare([a, b], metrics=(metric,), test=test, correction="none", samples=samples, seed=seed,
+                     tolerance=tolerance)
+    return _comparison(report, metric, "candidate", names)

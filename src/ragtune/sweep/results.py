@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..evaluate.compare import compare_runs
-from ..evaluate.significance import holm
+from ..evaluate.compare import compare
+from ..evaluate.run import Run
 from .grid import Grid, GridError
 
 __all__ = ["SweepResult", "summarize"]
@@ -111,12 +111,16 @@ def summarize(grid: Grid, records: Sequence[dict]) -> SweepResult:
         raise GridError("the baseline configuration is not among the results; resolve the grid for the corpus "
                         "(grid.resolved(corpus.kind)) before running and summarising")
     others = [r for r in records if r is not base]
-    comps = [compare_runs(base["result"], r["result"], metric=grid.metric, test=grid.test, samples=grid.samples,
-                          seed=grid.seed, names=(base["label"], r["label"])) for r in others]
-    adjusted = holm([c.p_value for c in comps]) if comps else []
-    for r, c, p_adj in zip(others, comps, adjusted):
-        r["vs_baseline"] = {"delta": c.delta, "p": c.p_value, "p_holm": p_adj, "wins": c.wins, "ties": c.ties,
-                            "losses": c.losses, "fixed": list(c.fixed), "broken": list(c.broken), "k": c.k,
-                            "n": c.n}
+    if others:
+        # runs are named by key: keys are unique, labels need not be
+        runs = [Run.from_result(r["result"], name=r["key"]) for r in [base, *others]]
+        report = compare(runs, metrics=(grid.metric,), test=grid.test, correction="holm", samples=grid.samples,
+                         seed=grid.seed)
+        for r in others:
+            c = report.row(r["key"], grid.metric)
+            r["vs_baseline"] = {"delta": c.delta, "p": c.p_value, "p_holm": c.p_adjusted, "wins": c.wins,
+                                "ties": c.ties, "losses": c.losses, "fixed": list(c.fixed), "broken": list(c.broken),
+                                "k": c.k, "n": c.n, "delta_ci": [c.delta_low, c.delta_high], "mde": c.mde,
+                                "needed": c.needed}
     base["vs_baseline"] = None
     return SweepResult(grid, records, base["key"])
