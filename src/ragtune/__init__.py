@@ -24,6 +24,7 @@ from .errors import (
     UnknownAnchorError,
 )
 from .evaluate import EvalResult, QuestionResult, evaluate
+from .evaluate import Report, Run, compare, load_run, load_runs
 from .golden import GoldenItem, GoldenReport, GoldenSet, check_golden, load_golden
 from .pipeline import Pipeline, build_retriever, default_chunker, run_eval
 from .retrieve import BM25Config, BM25Retriever, Retriever
@@ -52,7 +53,9 @@ __all__ = [
     "QuestionResult",
     "RagtuneError",
     "Ranking",
+    "Report",
     "Retriever",
+    "Run",
     "Section",
     "SectionChunker",
     "SectionChunkerConfig",
@@ -60,10 +63,13 @@ __all__ = [
     "build_retriever",
     "check_golden",
     "chunk_corpus",
+    "compare",
     "default_chunker",
     "evaluate",
     "load_corpus",
     "load_golden",
+    "load_run",
+    "load_runs",
     "make_chunker",
     "run_eval",
 ]
