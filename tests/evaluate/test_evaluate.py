@@ -97,3 +97,25 @@ def test_unknown_anchor_in_eval_points_to_golden_check(md_corpus, tmp_path):
     golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [{"id": "q1", "q": "x", "relevant": ["faq.md#nope"]}]))
     with pytest.raises(UnknownAnchorError, match="golden check"):
         evaluate(FixedRetriever([]), golden, corpus)
+
+
+def test_failures_lists_the_worst_questions_first(md_corpus, tmp_path):
+    corpus = load_corpus(md_corpus)
+    chunks = [
+        chunk_at(corpus, "faq.md", "Account deletion"),       # rank 1
+        chunk_at(corpus, "guide/billing.md", "Refunds are"),   # rank 2: #refunds
+        chunk_at(corpus, "guide/billing.md", "Invoices are"),  # rank 3: #invoices
+    ]
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "top", "q": "x", "relevant": ["faq.md"]},                                    # found at rank 1
+        {"id": "second", "q": "x", "relevant": ["guide/billing.md#refunds"]},              # found late, at 2
+        {"id": "third", "q": "x", "relevant": ["guide/billing.md#invoices"]},              # found later, at 3
+        {"id": "half", "q": "x", "relevant": ["guide/billing.md#invoices", "guide/billing.md#partial-refunds"]},
+        {"id": "none", "q": "x", "relevant": ["guide/billing.md#partial-refunds"]},        # never found
+        {"id": "unanswerable", "q": "x", "relevant": []},
+    ]))
+    result = evaluate(FixedRetriever(chunks), golden, corpus, ks=(1, 3))
+    # lowest recall first, then the latest first hit; a question answered at rank 1 is no failure
+    assert [q.id for q in result.failures()] == ["none", "half", "third", "second"]
+    assert [q.id for q in result.failures(n=2)] == ["none", "half"]
+    assert result.failures(n=0) == []

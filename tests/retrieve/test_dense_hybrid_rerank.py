@@ -34,6 +34,20 @@ class BagOfTopics:
     embed_queries = embed
 
 
+class QueryMirror(BagOfTopics):
+    """A reranker's embedder that reads a query's topics mirrored ("refund" as "shipping", "invoice" as
+    "password") but chunks as they are, so it disagrees with :class:`BagOfTopics` on the order. (Mirroring both
+    sides would change no cosine.)"""
+
+    model_id = "mirror"
+    cache_key = "mirror:1"
+
+    def embed_queries(self, texts):
+        v = BagOfTopics.embed(self, texts)
+        v[:, :-1] = v[:, :-1][:, ::-1]
+        return v
+
+
 def chunk(cid):
     return Chunk(id=cid, doc_id=cid, text=cid, start=0, end=len(cid), embed_text=cid)
 
@@ -104,8 +118,8 @@ def test_hybrid_fuses_bm25_and_dense(tmp_path):
 def test_embedding_reranker_reorders_only_the_shortlist(tmp_path):
     chunks = docs(tmp_path)
     base = DenseRetriever.build(chunks, BagOfTopics())
-    # the reranker's embedder sees topics mirrored: "refund" looks like "shipping"
-    rr = RerankedRetriever(base, EmbeddingReranker(BagOfTopics(flip=True)), candidates=2)
+    # the reranker's embedder reads the query mirrored: "refund" looks like "shipping"
+    rr = RerankedRetriever(base, EmbeddingReranker(QueryMirror()), candidates=2)
     plain = base.search("refund", k=4)
     reranked = rr.search("refund", k=4)
     assert [h.chunk.id for h in reranked.hits[2:]] == [h.chunk.id for h in plain.hits[2:]]
@@ -165,3 +179,50 @@ def test_ann_then_onnx_does_not_crash():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-500:]
     assert "(1, 384)" in out.stdout
+
+
+def test_reranked_order_is_the_rerankers_order(tmp_path):
+    chunks = docs(tmp_path)
+    base = DenseRetriever.build(chunks, BagOfTopics())
+    flipped = QueryMirror()
+    query = "refund invoice"
+    rr = RerankedRetriever(base, EmbeddingReranker(flipped), candidates=4)
+    plain = [h.chunk.id for h in base.search(query, k=4).hits]
+    # the order the reranker's embedder implies, computed here: cosine of the flipped vectors, best first
+    vectors = flipped.embed([c.embed_text for c in chunks])
+    scores = vectors @ flipped.embed_queries([query])[0]
+    expected = [chunks[i].id for i in sorted(range(len(chunks)), key=lambda i: -scores[i])]
+    reranked = rr.search(query, k=4)
+    assert [h.chunk.id for h in reranked.hits] == expected != plain
+    assert [h.score for h in reranked.hits] == pytest.approx(sorted(scores.tolist(), reverse=True))
+    # with a shortlist of 2, only those two are reordered, by the reranker's scores
+    head = RerankedRetriever(base, EmbeddingReranker(flipped), candidates=2).search(query, k=4)
+    top2 = sorted(plain[:2], key=lambda cid: -scores[[c.id for c in chunks].index(cid)])
+    assert [h.chunk.id for h in head.hits] == top2 + plain[2:]
+
+
+def test_ann_search_reads_the_graph_not_the_matrix():
+    """With ann=True a query is answered by the usearch graph built at construction: overwriting the exact
+    vectors afterwards changes exact search but not the ANN answer (the graph keeps the original vectors)."""
+    if not _has("usearch"):
+        pytest.skip("usearch not installed")
+    rng = np.random.default_rng(1)
+    n = 300
+    vecs = rng.normal(size=(n, 8)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    chunks = [Chunk(id=f"c{i}", doc_id="d", text="t", start=0, end=1, embed_text=f"q{i}") for i in range(n)]
+
+    class Lookup:
+        model_id, dim, max_tokens, cache_key = "lookup", 8, 8, "lookup"
+
+        def embed(self, texts):
+            return vecs[[int(t[1:]) for t in texts]]
+
+        embed_queries = embed
+
+    ann = DenseRetriever(chunks, vecs.copy(), Lookup(), ann=True)
+    exact = DenseRetriever(chunks, vecs.copy(), Lookup())
+    ann.vectors = exact.vectors = -vecs  # the matrix now ranks c7 last for its own query
+    assert [h.chunk.id for h in exact.search("q7", k=1).hits] != ["c7"]
+    top = ann.search("q7", k=3).hits
+    assert top[0].chunk.id == "c7" and top[0].score == pytest.approx(1.0, abs=1e-4)

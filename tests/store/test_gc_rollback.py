@@ -1,0 +1,38 @@
+"""gc never deletes the version a rollback would return to, however old it is."""
+
+import json
+
+import pytest
+
+from ragtune.store import IndexStore, StoreError
+
+
+def make_store(root, n):
+    """A store with versions v0001..v000n as plain folders (a readable manifest makes a folder a version)."""
+    for i in range(1, n + 1):
+        v = root / "versions" / f"v{i:04d}"
+        v.mkdir(parents=True)
+        (v / "manifest.json").write_text(json.dumps({"created": f"2026-01-0{i}"}))
+    return IndexStore(root)
+
+
+def test_gc_keeps_an_old_rollback_target(tmp_path):
+    store = make_store(tmp_path / "s", 6)
+    store.promote("v0001")
+    store.promote("v0003")  # rollback from v0003 goes to v0001, the oldest version of all
+    removed = store.gc(keep=1)
+    assert sorted(removed) == ["v0002", "v0004", "v0005"]  # v0006: newest; v0003: current; v0001: rollback target
+    assert [v.id for v in store.list()] == ["v0001", "v0003", "v0006"]
+    assert store.rollback().id == "v0001" and store.current_id() == "v0001"
+
+
+def test_gc_after_a_rollback_keeps_the_next_target(tmp_path):
+    store = make_store(tmp_path / "s", 5)
+    for v in ("v0001", "v0002", "v0004"):
+        store.promote(v)
+    assert store.rollback().id == "v0002"  # history is now v0001, v0002: the next rollback goes to v0001
+    removed = store.gc(keep=1)
+    assert sorted(removed) == ["v0003", "v0004"]
+    assert store.rollback().id == "v0001"
+    with pytest.raises(StoreError, match="nothing to roll back to"):
+        store.rollback()
