@@ -408,6 +408,8 @@ class TelemetryWriter:
 
     def close(self, timeout: float = 2.0) -> None:
         """Write what is queued (for up to ``timeout`` seconds), stop, and count the rest as dropped."""
+        with self._lock:
+            before = self.dropped
         if self._thread is not None:
             self.flush(timeout)
             self._stop.set()
@@ -423,10 +425,11 @@ class TelemetryWriter:
             with self._lock:
                 left += self._inflight
                 self._inflight = 0
-        if left:
-            with self._lock:
-                self.dropped += left
-            self._say(f"warning: telemetry: {left} queued rows not logged at shutdown")
+        with self._lock:
+            self.dropped += left
+            lost = self.dropped - before
+        if lost:
+            self._say(f"warning: telemetry: {lost} queued rows not logged at shutdown")
         if self._log is not None and (self._thread is None or not self._thread.is_alive()):
             try:
                 self._log.close()
