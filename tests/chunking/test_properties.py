@@ -1,8 +1,13 @@
-"""Property tests: every strategy keeps exact spans, loses nothing, respects sizes and overlap."""
+"""Property tests: every strategy keeps exact spans, loses nothing, respects sizes and overlap.
+
+Every strategy below is a pure function of Hypothesis's draws (no ``hash()``, which Python salts per process),
+so a failing example replays in the next run.
+"""
 
 from __future__ import annotations
 
 import re
+import zlib
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -15,9 +20,14 @@ from ragtune.corpus.markdown import parse_markdown
 WORDS = ["alpha", "beta", "gamma", "delta", "refund", "invoice", "x", "a1", "naïve", "日本語のテキスト", "😀", "résumé",
          "foo_bar", "42", "end.", "why?", "wow!", "(paren)", "`code`", "**bold**", "tab\there", "-", "|", "#tag"]
 
+def stable_id(text: str) -> int:
+    """A small number derived from the text, the same in every process (unlike ``hash``)."""
+    return zlib.crc32(text.encode("utf-8")) % 97
+
+
 words = st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map(" ".join)
 heading = st.tuples(st.integers(1, 4), words, st.booleans()).map(
-    lambda t: "#" * t[0] + " " + t[1] + (" {#id-" + str(abs(hash(t[1])) % 97) + "}" if t[2] else ""))
+    lambda t: "#" * t[0] + " " + t[1] + (" {#id-" + str(stable_id(t[1])) + "}" if t[2] else ""))
 paragraph = st.lists(words, min_size=1, max_size=4).map("\n".join)
 code = st.lists(st.one_of(words, st.just("# not a heading"), st.just("")), min_size=0, max_size=12).map(
     lambda ls: "```python\n" + "\n".join(ls) + "\n```")
@@ -186,3 +196,71 @@ def test_one_200kb_line_without_spaces(name):
 def test_crlf_tabs_emoji_cjk(name):
     text = "# Title\r\n\r\nCafé\tnaïve 😀 日本語の文章です。\r\n\r\n## Next\r\n\r\n" + "中文句子。" * 50 + "\r\n"
     check_invariants(doc_of(text), name, 16, 4)
+
+
+def check_small_to_big(doc: Document, size: int, parent_size: int, overlap: int, parent: str):
+    options = dict(size=size, parent_size=parent_size, overlap=overlap, parent=parent)
+    ch = make_chunker("small_to_big", **options)
+    parents, children = ch.chunk_with_parents(doc)
+    text = doc.text
+    by_id = {p.id: p for p in parents}
+    assert len(by_id) == len(parents)  # parent ids are unique
+    for p in parents:
+        assert 0 <= p.start < p.end <= len(text) and p.text == text[p.start:p.end] and p.parent_id is None
+        assert p.tokens is not None and p.tokens <= parent_size
+    covered = bytearray(len(text))
+    for c in children:
+        assert c.text == text[c.start:c.end] and c.doc_id == doc.id
+        parent = by_id[c.parent_id]
+        assert parent.start <= c.start and c.end <= parent.end  # a child lies inside its parent
+        assert c.tokens is not None and c.tokens <= size
+        covered[c.start:c.end] = b"\x01" * (c.end - c.start)
+    lost = [i for i, ch_ in enumerate(text) if not ch_.isspace() and not covered[i]]
+    assert not lost, f"small_to_big children lost characters at {lost[:5]}"
+    assert {c.parent_id for c in children} == set(by_id)  # every parent is reachable from a child
+    assert ch.chunk(doc) == children
+    again = make_chunker("small_to_big", **options).chunk_with_parents(doc)
+    assert again == (parents, children)
+
+
+@settings_
+@given(text=markdown_doc, size=st.integers(4, 40), parent_factor=st.integers(2, 6), overlap_frac=st.floats(0, 0.5),
+       parent=st.sampled_from(["markdown", "recursive"]))
+def test_small_to_big_children_tile_their_parents(text, size, parent_factor, overlap_frac, parent):
+    check_small_to_big(doc_of(text), size, size * parent_factor, int(size * overlap_frac), parent)
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    pytest.importorskip("onnxruntime")
+    from ragtune.embed import get_embedder
+
+    return get_embedder("minilm")
+
+
+SENTENCES = ["The cat sleeps on the sofa.", "Kittens chase a ball of wool.", "Interest rates rose again.",
+             "The bank raised its mortgage rates.", "Parcels ship within two days.", "Express delivery costs more.",
+             "naïve café résumé", "日本語の文章です。", "Why? Because!", "- a list item", "x"]
+prose = st.lists(st.sampled_from(SENTENCES), min_size=0, max_size=12).flatmap(
+    lambda ss: st.lists(st.sampled_from([" ", "\n", "\n\n"]), min_size=len(ss), max_size=len(ss)).map(
+        lambda seps: "".join(s + sep for s, sep in zip(ss, seps))))
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(text=st.one_of(prose, markdown_doc), size=st.integers(4, 60), threshold=st.one_of(st.none(), st.floats(-1, 1)))
+def test_semantic_invariants_with_the_offline_embedder(minilm, text, size, threshold):
+    from ragtune.chunking import SemanticChunker, SemanticChunkerConfig
+
+    doc = doc_of(text)
+    make = lambda: SemanticChunker(SemanticChunkerConfig(size=size, threshold=threshold), embedder=minilm)  # noqa: E731
+    chunks = make().chunk(doc)
+    covered = bytearray(len(doc.text))
+    for c in chunks:
+        assert 0 <= c.start < c.end <= len(doc.text) and c.text == doc.text[c.start:c.end]
+        assert c.tokens is not None and c.tokens <= size
+        covered[c.start:c.end] = b"\x01" * (c.end - c.start)
+    lost = [i for i, ch_ in enumerate(doc.text) if not ch_.isspace() and not covered[i]]
+    assert not lost, f"semantic lost characters at {lost[:5]}"
+    for a, b in zip(chunks, chunks[1:]):
+        assert a.end <= b.start  # in order, never overlapping
+    assert [(c.start, c.end) for c in make().chunk(doc)] == [(c.start, c.end) for c in chunks]
