@@ -1,11 +1,16 @@
 """Load test of `ragtune serve` on loopback: N concurrent clients for a bounded time.
 
     python bench/load.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --clients 32 --seconds 20
+    python bench/load.py --corpus ... --clients 32 --seconds 40 --lock-log 30   # fault: the log locked 30 s
 
-Builds a store (BM25 over markdown chunks by default), starts the server in a subprocess on 127.0.0.1, then
-runs ``--clients`` threads, each sending /search and /answer requests (alternating, questions from a golden
-set or built-in ones) until ``--seconds`` have passed. Reports throughput, p50/p95/p99 latency and errors per
-endpoint. Traffic goes to 127.0.0.1 only and stops by itself.
+Builds a store (BM25 over markdown chunks by default) in a temporary folder, starts the server in a
+subprocess on 127.0.0.1, then runs ``--clients`` threads, each sending /search and /answer requests
+(alternating, questions from a golden set or built-in ones) until ``--seconds`` have passed, while one more
+thread times GET /health every 100 ms. Reports throughput, p50/p95/p99 latency and errors per endpoint, the
+/health latencies, and the server's telemetry counters. With ``--lock-log S``, another connection holds an
+exclusive lock on the telemetry log for S seconds from 2 s into the run (as a retention DELETE would), and
+the /health and /search figures during the lock are reported apart. Traffic goes to 127.0.0.1 only and stops
+by itself; the temporary folder is removed at the end.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -43,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=32)
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--retriever", default="bm25", choices=["bm25", "dense", "hybrid"])
+    ap.add_argument("--lock-log", type=float, default=0, dest="lock_log", metavar="SECONDS",
+                    help="hold an exclusive lock on the telemetry log this long, from 2 s into the run")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -51,13 +60,42 @@ def main(argv: list[str] | None = None) -> int:
 
     questions = [i.q for i in rt.load_golden(args.golden)] if args.golden else QUESTIONS
     work = Path(tempfile.mkdtemp(prefix="ragtune-load-"))
+    try:
+        return run(args, questions, work, rt, IndexConfig, IndexStore, build_version)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def percentiles(lat: list[float]) -> dict:
+    a = np.asarray(lat) * 1000
+    return {"n": int(a.size), **{f"p{q}_ms": float(np.percentile(a, q)) if a.size else None for q in (50, 95, 99)},
+            "max_ms": float(a.max()) if a.size else None}
+
+
+def run(args, questions, work: Path, rt, IndexConfig, IndexStore, build_version) -> int:
     store = IndexStore(work / "store")
     build_version(store, rt.load_corpus(args.corpus),
                   IndexConfig.from_flags({"chunker": "markdown", "size": 256, "retriever": args.retriever}))
     port = free_port()
     env = {**os.environ, "RAGTUNE_CACHE_DIR": str(work / "cache")}
+    env.pop("RAGTUNE_API_KEY", None)
+    log_path = store.root / "telemetry.sqlite"
+    server_err = open(work / "server.err", "w+")
     server = subprocess.Popen([sys.executable, "-m", "ragtune", "serve", "--store", str(store.root), "--port", str(port)],
-                              env=env, stderr=subprocess.PIPE, text=True)
+                              env=env, stderr=server_err, text=True)
+    try:
+        return drive(args, questions, server, server_err, port, log_path)
+    finally:
+        if server.poll() is None:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+        server_err.close()
+
+
+def drive(args, questions, server, server_err, port: int, log_path: Path) -> int:
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
     while time.time() < deadline:
@@ -65,55 +103,89 @@ def main(argv: list[str] | None = None) -> int:
             urllib.request.urlopen(url + "/health", timeout=1).read()
             break
         except OSError:
+            if server.poll() is not None:
+                break
             time.sleep(0.2)
     else:
-        server.kill()
-        raise SystemExit("server did not start: " + (server.stderr.read() if server.stderr else ""))
+        server_err.seek(0)
+        raise SystemExit("server did not start: " + server_err.read()[-2000:])
+    if server.poll() is not None:
+        server_err.seek(0)
+        raise SystemExit("server exited: " + server_err.read()[-2000:])
 
-    results: dict[str, list[float]] = {"/search": [], "/answer": []}
-    errors: dict[str, int] = {"/search": 0, "/answer": 0}
+    results: dict[str, list[tuple[float, float]]] = {"/search": [], "/answer": [], "/health": []}  # (start, s)
+    errors: dict[str, int] = {"/search": 0, "/answer": 0, "/health": 0}
     lock = threading.Lock()
-    end = time.time() + args.seconds
+    start = time.time()
+    end = start + args.seconds
+    window: list[float] = []  # when the log lock was held: [from, to] in time.time()
+
+    def request(path: str, body: bytes | None) -> None:
+        req = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
+        t0, p0 = time.time(), time.perf_counter()
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                r.read()
+                ok = r.status == 200
+        except (urllib.error.URLError, OSError):
+            ok = False
+        dt = time.perf_counter() - p0
+        with lock:
+            if ok:
+                results[path].append((t0, dt))
+            else:
+                errors[path] += 1
 
     def client(cid: int) -> None:
         i = cid
         while time.time() < end:
             path = "/search" if i % 2 == 0 else "/answer"
-            body = json.dumps({"query": questions[i % len(questions)], "k": 5}).encode()
-            req = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
-            t0 = time.perf_counter()
-            try:
-                with urllib.request.urlopen(req, timeout=30) as r:
-                    r.read()
-                    ok = r.status == 200
-            except (urllib.error.URLError, OSError):
-                ok = False
-            dt = time.perf_counter() - t0
-            with lock:
-                if ok:
-                    results[path].append(dt)
-                else:
-                    errors[path] += 1
+            request(path, json.dumps({"query": questions[i % len(questions)], "k": 5}).encode())
             i += 1
 
+    def health() -> None:
+        while time.time() < end:
+            request("/health", None)
+            time.sleep(0.1)
+
+    def hold_lock() -> None:
+        time.sleep(2)
+        db = sqlite3.connect(str(log_path), isolation_level=None, timeout=10)
+        db.execute("BEGIN EXCLUSIVE")
+        window.append(time.time())
+        time.sleep(args.lock_log)
+        window.append(time.time())
+        db.execute("COMMIT")
+        db.close()
+
     threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
+    threads.append(threading.Thread(target=health))
+    if args.lock_log:
+        threads.append(threading.Thread(target=hold_lock))
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
-    server.terminate()
-    server.wait(10)
+    time.sleep(1)  # let the writer catch up before reading its counters
+    try:
+        with urllib.request.urlopen(url + "/versions", timeout=10) as r:
+            telemetry = json.loads(r.read()).get("telemetry")
+    except (urllib.error.URLError, OSError):
+        telemetry = None
 
     figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever}
-    for path, lat in results.items():
-        a = np.asarray(lat) * 1000
-        figures[path] = {"requests": len(lat), "errors": errors[path], "per_s": len(lat) / wall,
-                         "p50_ms": float(np.percentile(a, 50)) if a.size else None,
-                         "p95_ms": float(np.percentile(a, 95)) if a.size else None,
-                         "p99_ms": float(np.percentile(a, 99)) if a.size else None}
-    figures["total_per_s"] = sum(len(v) for v in results.values()) / wall
+    for path, rows in results.items():
+        figures[path] = {"requests": len(rows), "errors": errors[path], "per_s": len(rows) / wall,
+                         **percentiles([dt for _, dt in rows])}
+    if window:
+        lo, hi = window[0], window[-1]
+        figures["log_lock"] = {"seconds": hi - lo, **{
+            path: percentiles([dt for t, dt in results[path] if lo <= t <= hi]) for path in ("/health", "/search",
+                                                                                             "/answer")}}
+    figures["telemetry"] = telemetry
+    figures["total_per_s"] = sum(len(results[p]) for p in ("/search", "/answer")) / wall
     figures["errors"] = sum(errors.values())
     print(json.dumps(figures, indent=2))
     if args.json:
