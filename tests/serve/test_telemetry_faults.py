@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from ragtune.serve.telemetry import TelemetryError, TelemetryLog, TelemetryWriter, log_answer
+from ragtune.serve.telemetry import TelemetryError, TelemetryLog, TelemetryWriter, log_answer, make_row
 
 ROW = {"query": "q", "outcome": "answered", "retrieved": [{"anchor": "a.md", "score": 1.0}], "source": "server"}
 
@@ -255,3 +255,16 @@ def test_many_threads_submitting_lose_nothing(tmp_path):
     assert w.flush(20)
     w.close()
     assert w.stats()["written"] == 1600 and TelemetryLog(tmp_path / "t.sqlite").count() == 1600
+
+
+def test_reading_pages_lets_writers_in(tmp_path):
+    path = tmp_path / "t.sqlite"
+    log = TelemetryLog(path)
+    log.write_rows([make_row(**{**ROW, "query": str(i)}) for i in range(25)])
+    reader = log.rows(page=10)
+    first = [next(reader)["query"] for _ in range(10)]  # one page read, the reader paused
+    other = TelemetryLog(path, busy_timeout=0.2)
+    other.log(**{**ROW, "query": "during"})  # not blocked by the paused reader
+    rest = [r["query"] for r in reader]
+    assert first + rest == [str(i) for i in range(25)] + ["during"]
+    assert [r["query"] for r in log.rows(outcome="answered", page=7)][-2:] == ["24", "during"]

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from ..errors import RagtuneError
 
-__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "parse_since"]
+__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "make_row", "parse_since"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -186,8 +186,10 @@ class TelemetryLog:
                 attempt += 1
                 time.sleep(min(0.005 * attempt, 0.1, max(0.0, deadline - time.monotonic())))
 
-    def rows(self, *, since: float | None = None, outcome: str | None = None) -> Iterator[dict[str, Any]]:
-        q = "SELECT id, ts, query, version, filters, outcome, reason, retrieved, latency_ms, source FROM answers WHERE 1=1"
+    def rows(self, *, since: float | None = None, outcome: str | None = None,
+             page: int = 1000) -> Iterator[dict[str, Any]]:
+        """The rows, oldest first, read ``page`` at a time: between pages no lock is held, so writers proceed."""
+        q = "SELECT id, ts, query, version, filters, outcome, reason, retrieved, latency_ms, source FROM answers WHERE id > ?"
         args: list[Any] = []
         if since is not None:
             q += " AND ts >= ?"
@@ -195,11 +197,17 @@ class TelemetryLog:
         if outcome is not None:
             q += " AND outcome = ?"
             args.append(outcome)
-        for row in self._db.execute(q + " ORDER BY id", args):
-            keys = ("id", "ts", "query", "version", "filters", "outcome", "reason", "retrieved", "latency_ms", "source")
-            d = dict(zip(keys, row))
-            d["retrieved"] = json.loads(d["retrieved"])
-            yield d
+        keys = ("id", "ts", "query", "version", "filters", "outcome", "reason", "retrieved", "latency_ms", "source")
+        last = -1
+        while True:
+            batch = self._db.execute(q + " ORDER BY id LIMIT ?", [last, *args, page]).fetchall()
+            for row in batch:
+                d = dict(zip(keys, row))
+                d["retrieved"] = json.loads(d["retrieved"])
+                yield d
+            if len(batch) < page:
+                return
+            last = batch[-1][0]
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
