@@ -1,0 +1,176 @@
+"""Run: loading eval results, sweep folders and TREC run files; TREC scoring parity with trec_eval."""
+
+import json
+import random
+
+import ir_measures
+import pytest
+from ir_measures import RR, R, Success, nDCG
+
+from ragtune import ConfigError, load_corpus, load_golden
+from ragtune.errors import RagtuneError
+from ragtune.evaluate import Run, load_run, load_runs
+from tests.helpers import write_jsonl
+
+MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "hit@5": Success @ 5, "mrr": RR, "ndcg@10": nDCG @ 10}
+
+
+def eval_dict(ranks, ks=(5, 10, 20), unanswerable=()):
+    """An EvalResult.to_dict()-shaped dict whose question i has its first hit at ranks[i]."""
+    qs = []
+    for i, r in enumerate(ranks):
+        hit = r is not None
+        qs.append({"id": f"q{i:02d}", "answerable": True, "first_hit_rank": r,
+                   "scores": {**{f"recall@{k}": float(hit and r <= k) for k in ks}, "mrr": 1 / r if hit else 0.0},
+                   "retrieved": [{"anchor": f"d{j}", "chunk_id": f"c{j}"} for j in range(3)]})
+    for qid in unanswerable:
+        qs.append({"id": qid, "answerable": False, "first_hit_rank": None, "scores": {}})
+    return {"config": {"ks": list(ks)}, "metrics": {}, "questions": qs}
+
+
+def write_trec(path, rows):
+    path.write_text("".join(f"{q} Q0 {d} {r} {s} {tag}\n" for q, d, r, s, tag in rows))
+    return path
+
+
+def test_from_result_keeps_answerable_questions_and_rankings():
+    run = Run.from_result(eval_dict([1, 8, None], unanswerable=["u1"]), name="sys")
+    assert run.question_ids == ("q00", "q01", "q02")
+    assert run.values("recall@5") == {"q00": 1.0, "q01": 0.0, "q02": 0.0}
+    assert run.first_hit_ranks == {"q00": 1, "q01": 8, "q02": None}
+    assert run.rankings["q00"] == ("d0", "d1", "d2")
+    assert run.ks == (5, 10, 20)
+    assert run.mean("mrr") == pytest.approx((1 + 1 / 8) / 3)
+
+
+def test_duplicate_question_ids_are_an_error():
+    d = eval_dict([1, 2])
+    d["questions"].append(dict(d["questions"][0]))
+    with pytest.raises(ConfigError, match="duplicate question id.*'q00'"):
+        Run.from_result(d, name="x")
+
+
+def test_missing_metric_lists_the_available_ones():
+    run = Run.from_result(eval_dict([1]), name="x")
+    with pytest.raises(ConfigError, match=r"'recall@7' is not in the results.*have: mrr, recall@10"):
+        run.values("recall@7")
+
+
+def test_load_eval_json_and_sweep_folder(tmp_path):
+    (tmp_path / "base.json").write_text(json.dumps(eval_dict([1, 2, 3])))
+    (run,) = load_runs(tmp_path / "base.json")
+    assert run.name == "base" and run.values("recall@5") == {"q00": 1.0, "q01": 1.0, "q02": 1.0}
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    configs = []
+    for key, label, ranks in (("k1", "best", [1, 1, 1]), ("k2", "worst", [9, None, 9])):
+        qs = eval_dict(ranks)["questions"]
+        configs.append({"key": key, "label": label, "metrics": {},
+                        "questions": [{k: q[k] for k in ("id", "answerable", "first_hit_rank", "scores")} for q in qs]})
+    (sweep / "results.json").write_text(json.dumps({"ks": [5, 10, 20], "configs": configs}))
+    runs = load_runs(sweep)
+    assert [r.name for r in runs] == ["best", "worst"]
+    assert runs[1].values("recall@10") == {"q00": 1.0, "q01": 0.0, "q02": 1.0}
+    assert runs[1].first_hit_ranks["q01"] is None
+    assert load_run(sweep).name == "best"  # top-ranked by default
+    assert load_run(sweep / "results.json", config="k2", name="w").name == "w"
+    with pytest.raises(ConfigError, match="no configuration 'nope'; keys: k1, k2"):
+        load_runs(sweep, config="nope")
+    with pytest.raises(ConfigError, match="pick one with config=KEY"):
+        load_runs(sweep, name="x")
+
+
+def test_not_a_result_and_missing_path(tmp_path):
+    (tmp_path / "x.json").write_text('{"hello": 1}')
+    with pytest.raises(ConfigError, match="not an eval result"):
+        load_runs(tmp_path / "x.json")
+    with pytest.raises(RagtuneError, match="no such file"):
+        load_runs(tmp_path / "missing.json")
+
+
+@pytest.fixture
+def golden(tmp_path):
+    return load_golden(write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "q1", "q": "a", "relevant": ["d1", "d2"]},
+        {"id": "q2", "q": "b", "relevant": {"d3": 2}},
+        {"id": "q3", "q": "c", "relevant": ["d9"]},
+        {"id": "u", "q": "d", "relevant": []},
+    ]))
+
+
+def test_trec_run_is_scored_against_the_golden_set(tmp_path, golden):
+    path = write_trec(tmp_path / "bm25.run", [
+        ("q1", "d7", 1, 9.0, "bm25"), ("q1", "d2", 2, 8.0, "bm25"), ("q1", "d1", 3, 7.5, "bm25"),
+        ("q2", "d3", 1, 3.0, "bm25"), ("u", "d1", 1, 1.0, "bm25"),
+    ])
+    run = Run.from_trec(path, golden)
+    assert run.name == "bm25"  # the tag column
+    assert run.question_ids == ("q1", "q2", "q3")  # q3 is missing from the file and scores 0; u is unanswerable
+    assert run.first_hit_ranks == {"q1": 2, "q2": 1, "q3": None}
+    assert run.scores["q1"]["recall@5"] == 1.0 and run.scores["q1"]["mrr"] == 0.5
+    assert run.scores["q3"]["recall@20"] == 0.0
+    assert run.rankings["q1"] == ("d7", "d2", "d1")
+
+
+def test_trec_ties_order_by_score_then_doc_id_descending(tmp_path, golden):
+    # the rank column is ignored; equal scores are ordered by doc id descending, as trec_eval does
+    path = write_trec(tmp_path / "r.run", [("q1", "d1", 1, 5.0, "t"), ("q1", "d8", 2, 5.0, "t"),
+                                           ("q1", "d5", 3, 6.0, "t")])
+    assert Run.from_trec(path, golden).rankings["q1"] == ("d5", "d8", "d1")
+
+
+def test_trec_errors(tmp_path, golden):
+    (tmp_path / "a.run").write_text("q1 Q0 d1 1 1.0 t\nq1 d2 2 0.5\n")
+    with pytest.raises(ConfigError, match="line 2: expected 6 columns"):
+        Run.from_trec(tmp_path / "a.run", golden)
+    (tmp_path / "f.run").write_text("q1 Q0 d1 first 1.0 t\n")
+    with pytest.raises(ConfigError, match="line 1: rank must be an integer"):
+        Run.from_trec(tmp_path / "f.run", golden)
+    with pytest.raises(ConfigError, match="not in the golden set: 'zz'"):
+        Run.from_trec(write_trec(tmp_path / "b.run", [("zz", "d1", 1, 1.0, "t"), ("q1", "d1", 1, 1.0, "t")]), golden)
+    with pytest.raises(ConfigError, match="question 'q1' lists doc id.*'d1' more than once"):
+        Run.from_trec(write_trec(tmp_path / "c.run", [("q1", "d1", 1, 1.0, "t"), ("q1", "d1", 2, 0.5, "t")]), golden)
+    with pytest.raises(ConfigError, match="pass corpus="):
+        Run.from_trec(write_trec(tmp_path / "d.run", [("q1", "chunk-7", 1, 1.0, "t")]), golden)
+    with pytest.raises(ConfigError, match="golden set; pass golden="):
+        load_runs(write_trec(tmp_path / "e.run", [("q1", "d1", 1, 1.0, "t")]))
+
+
+def test_trec_hits_resolve_through_a_corpus(md_corpus, tmp_path):
+    corpus = load_corpus(md_corpus)
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "q1", "q": "refunds", "relevant": ["guide/billing.md#refunds"]},
+        {"id": "q2", "q": "faq", "relevant": ["faq.md"]},
+    ]))
+    path = write_trec(tmp_path / "r.run", [
+        ("q1", "faq.md", 1, 3.0, "t"), ("q1", "guide/billing.md#invoices", 2, 2.0, "t"),
+        ("q1", "guide/billing.md#partial-refunds", 3, 1.0, "t"),  # a subsection covers its parent section
+        ("q2", "faq.md#accounts", 1, 1.0, "t"),  # a section of the relevant document covers it
+    ])
+    with pytest.raises(ConfigError, match="pass corpus="):
+        Run.from_trec(path, golden)
+    run = Run.from_trec(path, golden, corpus=corpus)
+    assert run.first_hit_ranks == {"q1": 3, "q2": 1}
+
+
+def test_trec_scores_match_trec_eval(tmp_path):
+    rng = random.Random(11)
+    items, qrels, rows = [], [], []
+    for q in range(40):
+        rel = {f"d{d}": rng.choice([1, 1, 2, 3]) for d in rng.sample(range(60), rng.randint(1, 4))}
+        items.append({"id": f"q{q}", "q": "x", "relevant": rel})
+        qrels += [ir_measures.Qrel(f"q{q}", d, g) for d, g in rel.items()]
+        for r, d in enumerate(rng.sample(range(60), rng.randint(5, 30)), start=1):
+            rows.append((f"q{q}", f"d{d}", r, float(rng.randint(0, 8)), "t"))  # many tied scores
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", items))
+    path = write_trec(tmp_path / "r.run", rows)
+    run = Run.from_trec(path, golden)
+    ref = {}
+    scored = [ir_measures.ScoredDoc(q, d, s) for q, d, _, s, _ in rows]
+    for m in ir_measures.iter_calc(list(MEASURES.values()), qrels, scored):
+        ref.setdefault(m.query_id, {})[str(m.measure)] = m.value
+    assert set(ref) == set(run.scores)
+    for qid, values in ref.items():
+        for name, measure in MEASURES.items():
+            assert run.scores[qid][name] == pytest.approx(values[str(measure)], abs=1e-9), (qid, name)
+
