@@ -17,7 +17,7 @@ def test_eval_prints_bars_and_writes_json(md_corpus, tmp_path, capsys):
         {"id": "q3", "q": "Is there a mobile app?", "relevant": [], "tags": ["unanswerable"]},
     ])
     out = tmp_path / "r.json"
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--json", str(out)]) == 0
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "recall@5   1.00  ####################" in text
     assert "reranker headroom = recall@20 - recall@5 = 0.00" in text
@@ -57,7 +57,7 @@ def test_search_and_anchors(md_corpus, capsys):
 def test_chunk_command_prints_histogram_and_writes_jsonl(md_corpus, tmp_path, capsys):
     out = tmp_path / "chunks.jsonl"
     assert main(["chunk", "--corpus", str(md_corpus), "--chunker", "fixed", "--size", "12", "--overlap", "3",
-                 "--prefix", "--json", str(out)]) == 0
+                 "--prefix", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "chunker fixed" in text and "tokens per chunk: min" in text
     rows = [json.loads(line) for line in out.read_text().splitlines()]
@@ -73,14 +73,14 @@ def test_chunk_options_are_validated(md_corpus, capsys):
     assert "overlap=10 must be smaller than size=10" in capsys.readouterr().err
     g = golden_file(md_corpus.parent, [{"id": "q1", "q": "x", "relevant": []}])
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "section", "--size", "5"]) == 2
-    assert "unknown option(s) 'size'; valid options: prefix" in capsys.readouterr().err
+    assert "size does not apply to chunker section (it applies to chunkers fixed, recursive" in capsys.readouterr().err
 
 
 def test_eval_takes_chunking_flags(md_corpus, tmp_path, capsys):
     g = golden_file(tmp_path, [{"id": "q1", "q": "partial refund", "relevant": ["guide/billing.md#refunds"]}])
     out = tmp_path / "r.json"
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "small_to_big", "--size", "8",
-                 "--parent-size", "40", "--json", str(out)]) == 0
+                 "--parent-size", "40", "--out", str(out)]) == 0
     cfg = json.loads(out.read_text())["config"]
     assert cfg["chunker"]["name"] == "small_to_big" and cfg["chunker"]["size"] == 8
     assert cfg["retriever"]["name"] == "bm25>parents"
@@ -94,14 +94,14 @@ def test_eval_hybrid_with_reranking_table_and_filter(md_corpus, tmp_path, capsys
     ])
     out = tmp_path / "r.json"
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybrid", "--rerank", "embedding",
-                 "--rerank-model", "minilm", "--candidates", "2,5", "--json", str(out)]) == 0
+                 "--rerank-model", "minilm", "--candidates", "2,5", "--out", str(out)]) == 0
     text = capsys.readouterr().out
     assert "reranking (embedding) by number of candidates:" in text
     assert "embed_query p50" in text and "rerank p50" in text and "fusion p50" in text
     data = json.loads(out.read_text())
     assert [row["candidates"] for row in data["candidates_table"]] == ["none", 2, 5]
     assert data["config"]["rerank"]["candidates"] == 2
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--filter", "dir=guide", "--json", str(out)]) == 0
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--filter", "dir=guide", "--out", str(out)]) == 0
     capsys.readouterr()
     data = json.loads(out.read_text())
     assert all(r["doc_id"].startswith("guide/") for q in data["questions"] for r in q["retrieved"])
@@ -113,6 +113,11 @@ def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--candidates", "5"]) == 2
     assert "--candidates needs --rerank" in capsys.readouterr().err
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--rrf-k", "10"]) == 2
-    assert "--retriever hybrid only" in capsys.readouterr().err
+    assert "rrf_k does not apply to retriever bm25 (it applies to retrievers hybrid)" in capsys.readouterr().err
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybird"]) == 2
+    assert "unknown retriever 'hybird'; choose one of: bm25, dense, hybrid (did you mean 'hybrid'?)" in capsys.readouterr().err
+    for bad in (["--retriever", "hybrid", "--rrf-k", "-5"], ["--retriever", "hybrid", "--weights", "1"]):
+        assert main(["eval", "--corpus", str(md_corpus), "--golden", g, *bad]) == 2
+        assert "HybridConfig" in capsys.readouterr().err
     assert main(["search", "--corpus", str(md_corpus), "x", "--filter", "colour=red"]) == 2
     assert "unknown filter field(s) 'colour'" in capsys.readouterr().err

@@ -129,3 +129,24 @@ def check_range(owner: str, name: str, value: Any, *, lo: float | None = None, h
         raise ConfigError(f"{owner}: {name}={value!r} must be {'>' if lo_open else '>='} {lo}")
     if hi is not None and value > hi:
         raise ConfigError(f"{owner}: {name}={value!r} must be <= {hi}")
+
+
+def read_config_file(path: str) -> dict[str, Any]:
+    """A TOML or YAML file of flag names (``chunker = "markdown"``), as a dict; errors say what to fix."""
+    import tomllib
+    from pathlib import Path
+
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
+    try:
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
+    except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
+        raise ConfigError(f"{p}: cannot parse: {str(e).splitlines()[0]}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{p}: expected a table of flag names, e.g. chunker = \"markdown\"")
+    return data

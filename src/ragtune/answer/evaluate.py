@@ -102,3 +102,18 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
         if usage is not None:
             out["judge"].update({"usage": dict(usage), "cost": getattr(judge, "cost", None)})
     return out
+
+
+def render_estimate(est: dict[str, Any], price_in: float, price_out: float) -> str:
+    """The dry-run estimate as text."""
+    lines = []
+    for role in ("generator", "judge"):
+        e = est[role]
+        if e["calls"]:
+            lines.append(f"dry run: the {role} ({e['name']}) would make {e['calls']} calls, about {e['input_tokens']} "
+                         f"input and {e['output_tokens']} output tokens")
+        else:
+            lines.append(f"dry run: the {role} ({e['name']}) runs offline: no calls, no cost")
+    lines.append(f"estimated cost ${est['cost']:.4f} at ${price_in}/M input and ${price_out}/M output tokens "
+                 "(prices from --price-in/--price-out; about 4 characters a token)")
+    return "\n".join(lines)

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import ConfigError
 from ..types import Ranking
 
-__all__ = ["ConfidenceGate", "Calibration", "calibrate_threshold", "top_score"]
+__all__ = ["ConfidenceGate", "Calibration", "calibrate_retriever", "calibrate_threshold", "top_score"]
 
 
 def top_score(ranking: Ranking) -> float:
@@ -118,3 +118,24 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
         curve.append({"threshold": float(t), "coverage": n_answered / (a.size + u.size),
                       "risk": bad / n_answered if n_answered else 0.0})
     return Calibration(float(best), p, r, f, int(a.size), int(u.size), objective, float(np.mean(a < best)), auc, curve)
+
+
+def calibrate_retriever(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, filters: Any = None,
+                        show_progress: bool = False) -> Calibration:
+    """Search every golden question, then calibrate the gate on the top scores: answerable questions should pass,
+    unanswerable ones (and answerable ones whose evidence is not in the top ``k``) should be refused."""
+    from ..evaluate.evaluate import covers
+    from ..progress import progress_iter
+    from ..retrieve.base import search
+
+    answerable, unanswerable, no_evidence = [], [], []
+    for item in progress_iter(golden.items, "calibrating", enabled=show_progress):
+        ranking = search(retriever, item.q, k, filters)
+        score = top_score(ranking)
+        if item.answerable:
+            spans = [corpus.resolve(a) for a in item.relevant]
+            answerable.append(score)
+            no_evidence.append(not any(covers(h.chunk, s) for h in ranking.hits for s in spans))
+        else:
+            unanswerable.append(score)
+    return calibrate_threshold(answerable, unanswerable, no_evidence=no_evidence)

@@ -160,11 +160,17 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
                 samples=numbers["samples"], seed=numbers["seed"], source=source, raw=dict(data))
 
 
-def load_grid(path: str | os.PathLike[str]) -> Grid:
+def load_grid(path: str | os.PathLike[str], *, metric: str | None = None) -> Grid:
+    """Read and validate a grid file; ``metric`` overrides the file's metric."""
     p = Path(path)
     if not p.is_file():
         raise GridError(f"grid file {str(p)!r} does not exist")
-    text = p.read_text(encoding="utf-8")
+    try:
+        text = p.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise GridError(f"{p}: not UTF-8 text (byte {e.start}); save the grid file as UTF-8") from None
+    except OSError as e:
+        raise GridError(f"{p}: cannot read: {e.strerror or e}") from None
     try:
         if p.suffix.lower() == ".toml":
             data = tomllib.loads(text)
@@ -176,4 +182,4 @@ def load_grid(path: str | os.PathLike[str]) -> Grid:
         raise GridError(f"{p}: cannot parse: {e}") from None
     if not isinstance(data, Mapping):
         raise GridError(f"{p}: expected a table of settings")
-    return parse_grid(data, source=str(p))
+    return parse_grid({**data, "metric": metric} if metric else data, source=str(p))

@@ -1,0 +1,46 @@
+"""The ``ragtune`` command line: a thin shell over the public API, one module per command group.
+
+Each handler turns flags into a config and calls the library. Output: ``--json`` prints machine-readable
+output, ``--out FILE`` writes it. Exit codes: 0 success, 1 a check failed (``golden check``, a refused
+migration), 2 bad input (one line on stderr saying what was wrong), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .. import __version__
+from ..errors import RagtuneError
+from . import compare, corpus, eval, index, search, serve, sweep
+from ._common import Parser
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="ragtune", description="Measure and tune RAG retrieval.")
+    parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+    for module in (eval, corpus, search, serve, index, sweep, compare):
+        module.add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except RagtuneError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # output piped into head and closed early
+        sys.stderr.close()
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

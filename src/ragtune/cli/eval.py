@@ -1,0 +1,91 @@
+"""ragtune eval, ragtune calibrate."""
+
+from __future__ import annotations
+
+from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_float, int_in, int_list, load_pipeline
+
+
+def cmd_eval(args) -> int:
+    from ..evaluate.evaluate import _finite
+    from ..golden import load_golden
+    from ..pipeline import run_eval
+    from ..render import candidate_row, render_answer_metrics, render_candidates, render_eval
+
+    golden = load_golden(args.golden, split=args.split)
+    flt = filters(args)
+    pipeline = load_pipeline(args)
+    if args.answers and args.dry_run:
+        from ..answer.evaluate import estimate_answer_cost, render_estimate
+
+        est = estimate_answer_cost(pipeline.retriever, golden, generator=args.generator, judge=args.judge,
+                                   k=args.answer_k, filters=flt, price_in=args.price_in, price_out=args.price_out)
+        emit(args, est, render_estimate(est, args.price_in, args.price_out))
+        return 0
+    run = lambda p: run_eval(p, golden, ks=args.k, depth=args.depth, filters=flt, show_progress=True)  # noqa: E731
+    result = run(pipeline)
+    table = None
+    if args.rerank and args.candidates and len(args.candidates) > 1:
+        table = [candidate_row("none", run(pipeline.with_reranker(None))), candidate_row(args.candidates[0], result)]
+        table += [candidate_row(n, run(pipeline.with_reranker(pipeline.reranker, n))) for n in args.candidates[1:]]
+    answers = None
+    if args.answers:
+        from ..answer import ConfidenceGate, make_generator, make_judge
+        from ..answer.evaluate import evaluate_answers
+
+        judge = make_judge(args.judge, **({"price_in": args.price_in, "price_out": args.price_out}
+                                          if args.judge != "heuristic" else {}))
+        answers = evaluate_answers(pipeline.retriever, golden, pipeline.corpus, make_generator(args.generator),
+                                   judge=judge, k=args.answer_k, gate=ConfidenceGate(args.gate) if args.gate is not None
+                                   else None, filters=flt, show_progress=True)
+    data = {**result.to_dict(), **({"candidates_table": table} if table else {}), **({"answers": answers} if answers else {})}
+    text = render_eval(result, failures=args.failures)
+    text += render_answer_metrics(answers) if answers else ""
+    text += "\n" + render_candidates(table, args.rerank) if table else ""
+    emit(args, _finite(data), text)
+    return 0
+
+
+def cmd_calibrate(args) -> int:
+    from ..answer.gate import calibrate_retriever
+    from ..golden import load_golden
+    from ..render import render_calibration
+
+    golden = load_golden(args.golden, split=args.split)
+    flt = filters(args)
+    pipeline = load_pipeline(args)
+    cal = calibrate_retriever(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True)
+    emit(args, {**cal.to_dict(), "config": pipeline.describe(), "k": args.k},
+         render_calibration(cal, pipeline.retriever.name))
+    return 0
+
+
+def add(sub) -> None:
+    p = sub.add_parser("eval", help="evaluate retrieval on a golden set")
+    add_pipeline_flags(p)
+    p.add_argument("--golden", required=True, help="golden set (.jsonl, .yaml) or a BEIR folder with --split")
+    p.add_argument("--split", default=None, help="BEIR qrels split (e.g. test)")
+    p.add_argument("-k", "--k", type=int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
+    p.add_argument("--depth", type=int_in(1, 10_000), default=100, help="chunks retrieved per question (default 100)")
+    p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist sizes to compare, e.g. 20,50,100")
+    a = p.add_argument_group("answers")
+    a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
+    a.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
+    a.add_argument("--judge", default="heuristic", help="heuristic (offline), openai:<model> or anthropic:<model>")
+    a.add_argument("--answer-k", type=K, default=5, dest="answer_k", help="contexts per answer (default 5)")
+    a.add_argument("--gate", type=finite_float, help="abstain below this top retrieval score (see calibrate)")
+    a.add_argument("--price-in", type=finite_float, default=0.0, dest="price_in", help="LLM: $ per million input tokens")
+    a.add_argument("--price-out", type=finite_float, default=0.0, dest="price_out", help="LLM: $ per million output tokens")
+    a.add_argument("--dry-run", action="store_true", dest="dry_run",
+                   help="estimate the LLM calls, tokens and cost of --answers (retrieval only), then stop")
+    p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
+    add_output(p, "every metric and per-question detail")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("calibrate", help="pick the abstention threshold from a golden set")
+    add_pipeline_flags(p)
+    p.add_argument("--golden", required=True)
+    p.add_argument("--split", default=None)
+    p.add_argument("-k", "--k", type=K, default=5, help="contexts an answer would use (default 5)")
+    p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist size (default 50)")
+    add_output(p, "the calibration and its curve")
+    p.set_defaults(func=cmd_calibrate)

@@ -1,0 +1,144 @@
+"""ragtune index build|refresh|list|show|diff|promote|rollback|gc|migrate: one handler each."""
+
+from __future__ import annotations
+
+import json
+
+from ._common import add_chunker_flags, add_output, emit, finite_float, int_in, pipeline_flags
+from ..errors import ConfigError
+from ..registry import RETRIEVERS
+from ..pipeline import _option_types, option_owners
+
+
+def _store(args):
+    from ..store import IndexStore
+
+    return IndexStore(args.store)
+
+
+def cmd_build(args) -> int:
+    from ..config import read_config_file
+    from ..corpus import load_corpus
+    from ..pipeline import PipelineConfig
+    from ..store import build_version
+
+    flags = {**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)}
+    config = PipelineConfig.from_flags(flags)
+    store = _store(args)
+    v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True)
+    m = v.manifest
+    emit(args, {"id": v.id, "current": store.current_id(), **m},
+         f"built {v.id}: {m['chunks']} chunks from {m['corpus']['documents']} documents in {m['build_s']:.1f} s; "
+         f"current: {store.current_id()}")
+    return 0
+
+
+def cmd_refresh(args) -> int:
+    from ..corpus import load_corpus
+    from ..store import refresh_version
+
+    store = _store(args)
+    v, st = refresh_version(store, load_corpus(args.corpus), promote=not args.no_promote, show_progress=True,
+                            allow_mass_removal=args.allow_mass_removal)
+    emit(args, {"id": v.id, "current": store.current_id(), **st},
+         f"refreshed into {v.id} (from {v.manifest['parent_version']}): {len(st['added'])} added, "
+         f"{len(st['changed'])} changed, {len(st['removed'])} removed; {st['chunks_new']} chunks new, "
+         f"{st['chunks_reused']} reused, {st.get('texts_embedded', 0)} texts embedded, {v.manifest['build_s']:.2f} s; "
+         f"current: {store.current_id()}")
+    return 0
+
+
+def cmd_list(args) -> int:
+    from ..render import render_version_line
+
+    store = _store(args)
+    versions, cur = store.list(), store.current_id()
+    emit(args, [{"id": v.id, "current": v.id == cur, **v.manifest} for v in versions],
+         "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
+    return 0
+
+
+def cmd_show(args) -> int:
+    m = dict(_store(args).get(args.version).manifest)
+    m["documents"] = f"{len(m['documents'])} documents (content hashes in manifest.json)"
+    print(json.dumps(m, indent=2, default=str))
+    return 0
+
+
+def cmd_diff(args) -> int:
+    from ..render import render_diff
+
+    d = _store(args).diff(args.a, args.b)
+    emit(args, d, render_diff(d))
+    return 0
+
+
+def cmd_promote(args) -> int:
+    print(f"current: {_store(args).promote(args.version).id}")
+    return 0
+
+
+def cmd_rollback(args) -> int:
+    print(f"rolled back; current: {_store(args).rollback().id}")
+    return 0
+
+
+def cmd_gc(args) -> int:
+    removed = _store(args).gc(args.keep)
+    print(f"removed {len(removed)} version(s): {', '.join(removed) or '-'}")
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    from ..golden import load_golden
+    from ..store import migrate
+
+    store = _store(args)
+    r = migrate(store, args.embedder, load_golden(args.golden, split=args.split), max_drop=args.max_drop,
+                metric=args.metric, show_progress=True)
+    verdict = "promoted" if r["promoted"] else f"NOT promoted (drop larger than {args.max_drop})"
+    emit(args, {k: v for k, v in r.items() if k != "text"},
+         f"{r['text']}\n\ngreen {r['green']} {verdict}; blue {r['blue']} kept for rollback; current: {store.current_id()}")
+    return 0 if r["promoted"] else 1
+
+
+def add(sub) -> None:
+    ix = sub.add_parser("index", help="build and operate a versioned index store").add_subparsers(
+        dest="index_command", required=True)
+
+    def command(name, func, helptext, *, json_out=False):
+        p = ix.add_parser(name, help=helptext)
+        p.add_argument("--store", required=True, help="the store folder")
+        if json_out:
+            add_output(p)
+        p.set_defaults(func=func)
+        return p
+
+    p = command("build", cmd_build, "build a new immutable version", json_out=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
+    add_chunker_flags(p)
+    p.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default bm25)")
+    from ._common import _option_flags
+
+    _option_flags(p.add_argument_group("retrieval options"), "retriever", option_owners("retriever"))
+    p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
+    p = command("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", json_out=True)
+    p.add_argument("--corpus", required=True)
+    p.add_argument("--no-promote", action="store_true", dest="no_promote")
+    p.add_argument("--allow-mass-removal", action="store_true", dest="allow_mass_removal",
+                   help="allow a refresh that removes more than half of the documents")
+    command("list", cmd_list, "list versions (* = current)", json_out=True)
+    command("rollback", cmd_rollback, "back to the previous promoted version")
+    command("show", cmd_show, "a version's manifest").add_argument("version", nargs="?")
+    p = command("diff", cmd_diff, "documents and configuration changed between two versions", json_out=True)
+    p.add_argument("a")
+    p.add_argument("b")
+    command("promote", cmd_promote, "make a version current (atomically)").add_argument("version")
+    command("gc", cmd_gc, "delete old versions").add_argument("--keep", type=int_in(1), required=True)
+    p = command("migrate", cmd_migrate, "blue/green: new embedder, evaluated, promoted only if not worse", json_out=True)
+    p.add_argument("--embedder", required=True)
+    p.add_argument("--golden", required=True)
+    p.add_argument("--split", default=None)
+    p.add_argument("--max-drop", type=finite_float, default=0.01, dest="max_drop")
+    p.add_argument("--metric", default="recall@10")

@@ -1,0 +1,150 @@
+"""Plain-text rendering for the terminal: every command's human-readable output lives here, so the CLI
+only parses flags and calls the library."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from .evaluate.render import bar, render_eval
+
+__all__ = ["render_eval", "bar", "render_histogram", "render_chunking", "render_search", "render_answer",
+           "render_answer_metrics", "render_candidates", "candidate_row", "render_calibration", "render_gaps",
+           "render_version_line", "render_diff", "chunk_record"]
+
+
+def render_histogram(sizes: np.ndarray, bins: int = 8, width: int = 40) -> str:
+    edges = np.unique(np.linspace(0, sizes.max() + 1, bins + 1).astype(int))
+    counts, _ = np.histogram(sizes, bins=edges)
+    top = max(1, counts.max())
+    return "\n".join(f"  {lo:>6}-{hi - 1:<6} {n:>6}  {'#' * int(round(n / top * width))}"
+                     for lo, hi, n in zip(edges, edges[1:], counts))
+
+
+def chunk_record(c: Any, role: str) -> dict[str, Any]:
+    return {"id": c.id, "doc_id": c.doc_id, "start": c.start, "end": c.end, "text": c.text, "embed_text": c.embed_text,
+            "anchors": list(c.anchors), "heading_path": list(c.heading_path), "parent_id": c.parent_id,
+            "tokens": c.tokens, "role": role}
+
+
+def render_chunking(chunker: Any, n_docs: int, chunks: Sequence[Any], parents: Sequence[Any], elapsed: float,
+                    samples: int = 3) -> str:
+    from .chunking.tokens import get_tokenizer
+
+    cfg = getattr(chunker, "config", None)
+    counter = get_tokenizer(getattr(cfg, "tokenizer", "regex"))
+    sizes = np.asarray([c.tokens if c.tokens is not None else len(counter.spans(c.text)) for c in chunks], dtype=np.int64)
+    lines = [f"chunker {chunker.name} {json.dumps(cfg.to_dict()) if cfg else ''}",
+             f"{n_docs} documents -> {len(chunks)} chunks" + (f" in {len(parents)} parents" if parents else "")
+             + f" ({elapsed:.2f} s)"]
+    if sizes.size:
+        lines.append(f"tokens per chunk: min {sizes.min()}  median {int(np.median(sizes))}  "
+                     f"p95 {int(np.percentile(sizes, 95))}  max {sizes.max()}  total {sizes.sum()}")
+        lines.append(render_histogram(sizes))
+    for c in chunks[:samples]:
+        lines.append(f"\n--- {c.anchor} [{c.start}:{c.end}] {c.tokens} tokens"
+                     + (f" parent {c.parent_id}" if c.parent_id else ""))
+        lines.append(c.embed_text if len(c.embed_text) <= 400 else c.embed_text[:400] + " ...")
+    return "\n".join(lines)
+
+
+def render_search(ranking: Any) -> str:
+    lines = [] if ranking.hits else ["no results (no query term occurs in the corpus)"]
+    for i, h in enumerate(ranking.hits, start=1):
+        lines.append(f"{i:>3}. {h.score:7.3f}  {h.chunk.anchor}\n       {' '.join(h.chunk.text.split())[:100]}")
+    stages = ", ".join(f"{s} {t * 1000:.1f}" for s, t in ranking.timings.items())
+    lines.append(f"({sum(ranking.timings.values()) * 1000:.1f} ms: {stages})")
+    return "\n".join(lines)
+
+
+NOT_FOUND_WHY = {"gate": "retrieval confidence below the gate", "model": "the context does not contain the answer",
+                 "refusal": "the model refused", "no_match": "no context sentence matches the question",
+                 "no_context": "nothing was retrieved"}
+
+
+def render_answer(ans: Any) -> str:
+    if ans.outcome == "not_found":
+        return f"not found in the context ({NOT_FOUND_WHY.get(ans.reason or '', ans.reason)})"
+    lines = [ans.text]
+    if ans.invalid_citations:
+        lines.append(f"\nwarning: citation(s) to contexts that were not given: {ans.invalid_citations}")
+    lines.append("\nsources:")
+    for c in {c.n: c for c in ans.citations if c.valid}.values():
+        lines.append(f"  [{c.n}] {c.anchor}  (characters {c.start}-{c.end} of {c.doc_id})")
+    return "\n".join(lines)
+
+
+def render_answer_metrics(answers: Mapping[str, Any]) -> str:
+    lines = [f"\nanswers ({answers['generator']}, top {answers['k']} contexts"
+             + (f", gate {answers['gate']:.4g}" if answers["gate"] is not None else "") + "):"]
+    for key, value in answers["metrics"].items():
+        if value is not None:
+            lines.append(f"  {key:<30} {value:.3f}" if isinstance(value, float) else f"  {key:<30} {value}")
+    j = answers.get("judge") or {}
+    if j.get("usage"):
+        lines.append(f"  judge {j['name']}: {j['usage']['calls']} calls, {j['usage']['input_tokens']} in / "
+                     f"{j['usage']['output_tokens']} out tokens, ${j['cost']:.4f}")
+    return "\n".join(lines)
+
+
+def candidate_row(candidates: Any, result: Any) -> dict[str, Any]:
+    m = result.metrics
+    return {"candidates": candidates, "recall@5": m.get("recall@5", float("nan")), "mrr": m.get("mrr", float("nan")),
+            "ndcg@10": m.get("ndcg@10", float("nan")), "p50_ms": result.latency_ms["p50"],
+            "p95_ms": result.latency_ms["p95"]}
+
+
+def render_candidates(rows: Sequence[Mapping[str, Any]], reranker: str) -> str:
+    lines = [f"\nreranking ({reranker}) by number of candidates:",
+             f"{'candidates':>10}  {'recall@5':>8}  {'mrr':>6}  {'ndcg@10':>7}  {'p50 ms':>8}  {'p95 ms':>8}"]
+    for r in rows:
+        lines.append(f"{r['candidates']:>10}  {r['recall@5']:>8.3f}  {r['mrr']:>6.3f}  {r['ndcg@10']:>7.3f}  "
+                     f"{r['p50_ms']:>8.1f}  {r['p95_ms']:>8.1f}")
+    return "\n".join(lines)
+
+
+def render_calibration(cal: Any, retriever: str) -> str:
+    lines = [f"threshold {cal.threshold:.4g} on the top {retriever} score "
+             f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)",
+             f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}  "
+             f"(answerable questions refused: {cal.false_abstention:.3f})",
+             f"separation AUC {cal.auc:.3f} (0.5 = the top score cannot tell answerable from unanswerable)",
+             "\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):"]
+    for point in cal.curve[:: max(1, len(cal.curve) // 10)]:
+        lines.append(f"  threshold {point['threshold']:>9.4g}  coverage {point['coverage']:.2f}  risk {point['risk']:.2f}")
+    lines.append(f"\nuse it: ragtune answer ... --gate {cal.threshold:.4g}   (valid for this retrieval configuration only)")
+    return "\n".join(lines)
+
+
+def render_gaps(n_rows: int, clusters: Sequence[Mapping[str, Any]], since: str | None) -> str:
+    lines = [f"{n_rows} not-found answers" + (f" since {since}" if since else "") + f", {len(clusters)} clusters"]
+    for i, c in enumerate(clusters, start=1):
+        lines.append(f"\n{i}. asked {'once' if c['size'] == 1 else str(c['size']) + ' times'} ({c['distinct']} distinct)")
+        lines += [f"   - {q}" for q in c["examples"]]
+        if c.get("nearest_anchors"):
+            lines.append("   nearest anchors: " + ", ".join(a["anchor"] for a in c["nearest_anchors"]))
+    return "\n".join(lines)
+
+
+def render_version_line(v: Any, current: str | None) -> str:
+    m = v.manifest
+    emb = (m.get("embedding") or {}).get("model", "-")
+    problem = getattr(v, "problem", None)
+    return (f"{'*' if v.id == current else ' '} {v.id}  {m.get('created', '?')}  "
+            f"{m.get('corpus', {}).get('documents', '?'):>6} docs {m.get('chunks', '?'):>7} chunks  "
+            f"{m.get('config', {}).get('chunker', '?')}/{m.get('config', {}).get('retriever', '?')}  {emb}  "
+            f"build {m.get('build_s', 0):.1f}s" + (f"  INCOMPLETE: {problem}" if problem else ""))
+
+
+def render_diff(d: Mapping[str, Any]) -> str:
+    lines = [f"{d['from']} -> {d['to']}: {len(d['added'])} added, {len(d['changed'])} changed, "
+             f"{len(d['removed'])} removed documents"]
+    for k in ("added", "changed", "removed"):
+        lines += [f"  {k[0].upper()} {doc}" for doc in d[k][:20]]
+    lines += [f"  config {k}: {ch['from']!r} -> {ch['to']!r}" for k, ch in d["config"].items()]
+    if d["embedding"]:
+        lines.append(f"  embedding: {d['embedding']['from']} -> {d['embedding']['to']}")
+    return "\n".join(lines)
