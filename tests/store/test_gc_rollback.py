@@ -8,11 +8,14 @@ from ragtune.store import IndexStore, StoreError
 
 
 def make_store(root, n):
-    """A store with versions v0001..v000n as plain folders (a readable manifest makes a folder a version)."""
+    """A store with versions v0001..v000n as plain folders: an empty index each, whose well-formed manifest
+    lists no files (so every version is complete)."""
     for i in range(1, n + 1):
         v = root / "versions" / f"v{i:04d}"
         v.mkdir(parents=True)
-        (v / "manifest.json").write_text(json.dumps({"created": f"2026-01-0{i}"}))
+        (v / "manifest.json").write_text(json.dumps({
+            "id": v.name, "created": f"2026-01-0{i}", "config": {}, "corpus": {"kind": "markdown", "documents": 0},
+            "documents": {}, "chunks": 0, "build_s": 0.0, "files": {}}))
     return IndexStore(root)
 
 

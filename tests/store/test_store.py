@@ -218,6 +218,6 @@ def test_reranked_store_pipelines_keep_their_version(corpus_dir, tmp_path):
     build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
     p = load_pipeline(store)
     assert p.version == "v0001" and p.with_reranker(None, 10).version == "v0001"
-    with pytest.raises(StoreError, match="not an index store"):
+    with pytest.raises(StoreError, match="no index store at"):
         IndexStore(tmp_path / "typo").gc(keep=1)
     assert not (tmp_path / "typo").exists()

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
+from ..errors import ConfigError
 from ..golden import GoldenSet
 from ..pipeline import Pipeline, default_chunker
 from ..retrieve.bm25 import BM25Config, BM25Retriever
@@ -64,10 +65,18 @@ def build_version(store: IndexStore, corpus: Corpus, config: IndexConfig, *, pro
     return v
 
 
-def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, show_progress: bool = False) -> tuple[VersionInfo, dict[str, Any]]:
-    """A new version from the current one: only added and changed documents are chunked and embedded."""
+def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, allow_mass_removal: bool = False,
+                    max_removed_share: float = 0.5, show_progress: bool = False) -> tuple[VersionInfo, dict[str, Any]]:
+    """A new version from the current one: only added and changed documents are chunked and embedded.
+
+    Refuses, writing nothing, when more than ``max_removed_share`` of the current version's documents would
+    be removed (a refresh from the wrong folder) unless ``allow_mass_removal``, and, with ``promote``, when
+    ``CURRENT`` moved while the refresh ran (another refresh, promote or rollback): its update would be lost.
+    """
+    if not 0 <= max_removed_share <= 1:
+        raise ConfigError(f"max_removed_share must be between 0 and 1, got {max_removed_share}")
     t0 = time.perf_counter()
-    old = store.get()
+    old = store.verify()
     config = IndexConfig.from_dict(old.manifest["config"])
     config = replace(config, embedder=config.embedder or "minilm")
     old_hashes: Mapping[str, str] = old.manifest["documents"]
@@ -75,6 +84,12 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
     added = [d for d in corpus if d.id not in old_hashes]
     changed = [d for d in corpus if d.id in old_hashes and old_hashes[d.id] != new_hashes[d.id]]
     removed = sorted(set(old_hashes) - set(new_hashes))
+    if removed and not allow_mass_removal and len(removed) > max_removed_share * len(old_hashes):
+        raise StoreError(
+            f"this refresh would remove {len(removed)} of the {len(old_hashes)} documents of {old.id} "
+            f"({len(removed) / len(old_hashes):.0%}, more than the {max_removed_share:.0%} allowed) and keep "
+            f"{len(old_hashes) - len(removed)}: is the corpus folder right? Nothing was written. If the removal is "
+            "intended, run again with --allow-mass-removal (allow_mass_removal=True)")
     redo = {d.id for d in added + changed}
 
     old_chunks, old_parents = store.chunks(old.id)
@@ -125,11 +140,18 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         if todo:
             vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
-    v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id, stats=stats,
-                            bm25=_bm25_for(config, chunks))
-    if promote:
-        store.promote(v.id)
+    bm25 = _bm25_for(config, chunks)
+    with store.locked():  # from the check of CURRENT to the promote: no other writer in between
+        moved = store.current_id()
+        if promote and moved != old.id:
+            raise StoreError(f"the current version moved from {old.id} to {moved} while this refresh ran (another "
+                             "refresh, promote or rollback); nothing was written, so that update is not lost. Run the "
+                             f"refresh again to apply this corpus on top of {moved}")
+        v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                                embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id,
+                                stats=stats, bm25=bm25)
+        if promote:
+            store.promote(v.id)
     return v, stats
 
 

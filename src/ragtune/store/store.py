@@ -7,29 +7,40 @@ Layout::
       history.json            promoted versions, oldest first (rollback walks back)
       versions/v0007/         one immutable, complete version
         manifest.json         ragtune version, config + hash, corpus fingerprint, per-document hashes,
-                              embedding model, weights key and dimension, chunk count, build time
+                              embedding model, weights key and dimension, chunk count, build time,
+                              and the size and BLAKE2b hash of every other file of the version (``files``)
         documents.jsonl       the documents (text, title, metadata): anchors and snippets come from here
         chunks.jsonl          the chunks (spans, anchors, heading paths, embed text)
         parents.jsonl         small-to-big parents (when used)
         vectors.npy           float32 chunk vectors (dense and hybrid)
         bm25/                 the BM25 index as bm25s writes it (.npy arrays, JSON vocabularies; bm25 and hybrid)
       building/               versions being written; a killed build leaves debris here, never in versions/
+        .lock                 the store lock: writes, promotes, rollbacks and gc take it
+      trash/                  versions gc is deleting: moved here in one rename first, so a killed gc
+                              never leaves a half-deleted version in versions/
 
 A version appears in ``versions/`` only by an atomic rename of a complete
-folder, after every file is written and synced. Readers resolve ``CURRENT``
-once and then read an immutable folder, so a promote or rollback never
-changes what an in-flight reader sees.
+folder, after every file and folder in it is written and synced. Readers
+resolve ``CURRENT`` once and then read an immutable folder, so a promote or
+rollback never changes what an in-flight reader sees. Promote and rollback
+check the sizes and hashes of a version's files; loading checks their sizes
+and the content as it is parsed. A damaged version is refused with a
+:class:`StoreError` naming the version, the file and the way back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import errno
 import hashlib
 import json
 import os
+import re
 import shutil
+import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -40,68 +51,39 @@ from .. import __version__
 from ..config import Config, check_choice
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, RagtuneError
+from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
 __all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "doc_hash"]
 
+_VERSION_NAME = re.compile(r"^v\d+$")
+_POINTER_TMP = re.compile(r"^\.(CURRENT|history\.json)\.tmp\d+$")
+
 
 class StoreError(RagtuneError, ValueError):
-    """The store is missing, a version is unknown, or an operation would mix incompatible indexes."""
+    """The store is missing, a version is unknown or damaged, or an operation would mix incompatible indexes."""
 
 
-@dataclass(frozen=True)
-class IndexConfig(Config):
-    """What a version is built with: chunking, retrieval and the embedding model."""
-
-    chunker: str = "auto"
-    prefix: bool | None = None
-    chunker_options: Mapping[str, Any] = field(default_factory=dict)
-    retriever: str = "bm25"
-    retriever_options: Mapping[str, Any] = field(default_factory=dict)
-    embedder: str = "minilm"
-
-    def __post_init__(self) -> None:
-        check_choice("IndexConfig", "retriever", self.retriever, ("bm25", "dense", "hybrid"))
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["chunker_options"] = dict(sorted(self.chunker_options.items()))
-        d["retriever_options"] = dict(sorted(self.retriever_options.items()))
-        if self.retriever == "bm25" and self.chunker != "semantic":
-            d["embedder"] = None
-        return d
-
-    @classmethod
-    def from_flags(cls, flags: Mapping[str, Any]) -> "IndexConfig":
-        """From ``ragtune eval`` flag names (a config file or CLI flags), validated like a sweep grid entry."""
-        from ..sweep.grid import RunSpec
-
-        spec = RunSpec.from_flags(flags)
-        if spec.rerank or spec.filter:
-            raise ConfigError("an index config holds chunking and retrieval only; rerank and filter apply at query time")
-        spec.validate()
-        ropts = dict(spec.retriever_options)
-        if "fusion_depth" in ropts:
-            ropts["depth"] = ropts.pop("fusion_depth")
-        if isinstance(ropts.get("weights"), tuple):
-            ropts["weights"] = list(ropts["weights"])
-        return cls(chunker=spec.chunker, prefix=spec.prefix, chunker_options=dict(spec.chunker_options),
-                   retriever=spec.retriever, retriever_options=ropts, embedder=spec.embedder)
-
-    @property
-    def uses_vectors(self) -> bool:
-        return self.retriever in ("dense", "hybrid")
+# A version is built from a PipelineConfig (chunking, first stage, embedder); rerank and filter apply at query time.
+IndexConfig = PipelineConfig
 
 
 @dataclass(frozen=True)
 class VersionInfo:
+    """A version folder. ``problem`` says what is missing or damaged (``None``: complete, by a cheap size check)."""
+
     id: str
     path: Path
     manifest: Mapping[str, Any]
+    problem: str | None = None
 
     @property
     def created(self) -> str:
         return self.manifest.get("created", "")
+
+    @property
+    def complete(self) -> bool:
+        return self.problem is None
 
 
 def doc_hash(doc: Document) -> str:
@@ -113,6 +95,7 @@ def doc_hash(doc: Document) -> str:
     return h.hexdigest()
 
 
+# --- files -----------------------------------------------------------------------------------------
 def _write_json(path: Path, data: Any) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False, indent=1, default=str)
@@ -124,17 +107,20 @@ def _write_jsonl(path: Path, rows) -> None:
     with open(path, "w", encoding="utf-8") as f:
         for r in rows:
             f.write(json.dumps(r, ensure_ascii=False, default=str) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _replace_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise
     _fsync_dir(path.parent)
 
 
@@ -147,6 +133,30 @@ def _fsync_dir(path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _file_digest(path: Path, *, sync: bool = False) -> dict[str, Any]:
+    """Size and BLAKE2b-128 of a file (streamed); with ``sync``, also flush it to disk."""
+    h = hashlib.blake2b(digest_size=16)
+    size = 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+            size += len(block)
+        if sync:
+            os.fsync(f.fileno())
+    return {"size": size, "blake2b": h.hexdigest()}
+
+
+def _seal(folder: Path) -> dict[str, dict[str, Any]]:
+    """Fsync every file and folder under ``folder`` (deepest first) and return the checksum list."""
+    files: dict[str, dict[str, Any]] = {}
+    for dirpath, _dirs, names in os.walk(folder, topdown=False):
+        for name in names:
+            p = Path(dirpath) / name
+            files[p.relative_to(folder).as_posix()] = _file_digest(p, sync=True)
+        _fsync_dir(Path(dirpath))
+    return dict(sorted(files.items()))
 
 
 def _doc_record(d: Document) -> dict[str, Any]:
@@ -164,20 +174,75 @@ def _doc_from_record(r: Mapping[str, Any]) -> Document:
                     source=r.get("source"), text_offset=r.get("text_offset", 0))
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    with open(path, encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+def _manifest_problem(m: Any) -> str | None:
+    """What makes a parsed manifest unusable, or None."""
+    if not isinstance(m, dict):
+        return "manifest.json is not a JSON object"
+    for key, kind in (("config", dict), ("corpus", dict), ("documents", dict), ("chunks", int), ("created", str),
+                      ("build_s", (int, float))):
+        if key not in m:
+            return f"manifest.json has no {key!r}"
+        if not isinstance(m[key], kind):
+            return f"manifest.json has a malformed {key!r}"
+    for key in ("kind", "documents"):
+        if key not in m["corpus"]:
+            return f"manifest.json has no 'corpus.{key}'"
+    if "files" in m and not isinstance(m["files"], dict):
+        return "manifest.json has a malformed 'files'"
+    try:
+        IndexConfig.from_dict(m["config"])
+    except (RagtuneError, TypeError, ValueError) as e:
+        return f"manifest.json has an invalid config ({e})"
+    return None
+
+
+def _files_problem(path: Path, m: Mapping[str, Any], *, hashes: bool) -> str | None:
+    """The first missing or damaged file of a version with a well-formed manifest, or None."""
+    files = m.get("files")
+    if files is None:  # written before checksums were recorded: the files a version cannot do without
+        uses_vectors = m["config"].get("retriever") in ("dense", "hybrid")
+        needed = ["documents.jsonl", "chunks.jsonl"] + (["parents.jsonl"] if m.get("parents") else []) \
+            + (["vectors.npy"] if uses_vectors else [])
+        for name in needed:
+            p = path / name
+            if not p.is_file():
+                return f"{name} is missing"
+            if p.stat().st_size == 0:
+                return f"{name} is empty"
+        return None
+    for name, want in files.items():
+        p = path / name
+        try:
+            size = p.stat().st_size
+        except FileNotFoundError:
+            return f"{name} is missing"
+        except OSError as e:
+            return f"{name} cannot be read ({e.strerror or e})"
+        if size != want.get("size"):
+            return f"{name} has {size} bytes, the manifest recorded {want.get('size')} (truncated or overwritten)"
+        if hashes:
+            try:
+                got = _file_digest(p)["blake2b"]
+            except OSError as e:
+                return f"{name} cannot be read ({e.strerror or e})"
+            if got != want.get("blake2b"):
+                return f"{name} does not match its checksum in the manifest (its content changed)"
+    return None
 
 
 class IndexStore:
-    """Versions of one index in a folder; see the module docstring for the layout."""
+    """Versions of one index in a folder; see the module docstring for the layout.
+
+    The constructor touches nothing. Reading a folder that is not a store raises :class:`StoreError`;
+    writing a version into a new folder creates the store.
+    """
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         self.versions_dir = self.root / "versions"
         self.building_dir = self.root / "building"
+        self.trash_dir = self.root / "trash"
+        self._held = threading.local()
 
     # --- reading ---------------------------------------------------------------------------
     def exists(self) -> bool:
@@ -185,32 +250,65 @@ class IndexStore:
 
     def _require(self) -> None:
         if not self.exists():
-            raise StoreError(f"{self.root} is not an index store; create one with `ragtune index build --store {self.root}`")
+            what = "no index store" if not self.root.exists() else "no index store (no versions/ folder)"
+            raise StoreError(f"{what} at {self.root}; build one with "
+                             f"`ragtune index build --store {self.root} --corpus PATH`")
 
-    def list(self) -> list[VersionInfo]:
-        """Complete versions, oldest first (a folder without a readable manifest is not a version)."""
-        if not self.versions_dir.is_dir():
-            return []
+    def _damage(self, vid: str, problem: str) -> StoreError:
+        return StoreError(
+            f"version {vid} in {self.root} is damaged: {problem}. Recover with `ragtune index rollback --store "
+            f"{self.root}` (or promote another complete version), or rebuild with `ragtune index build --store "
+            f"{self.root} --corpus PATH`; `ragtune index gc` removes damaged versions that are not current")
+
+    def _info(self, path: Path) -> VersionInfo:
+        try:
+            manifest = json.loads((path / "manifest.json").read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return VersionInfo(path.name, path, {}, "manifest.json is missing")
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            return VersionInfo(path.name, path, {}, f"manifest.json is unreadable ({e})")
+        problem = _manifest_problem(manifest)
+        if problem:  # an empty manifest marks a folder that is not usable as a version at all
+            return VersionInfo(path.name, path, {}, problem)
+        return VersionInfo(path.name, path, manifest, _files_problem(path, manifest, hashes=False))
+
+    def list(self, *, include_damaged: bool = False) -> list[VersionInfo]:
+        """Versions, oldest first. Each has ``problem`` set when a file is missing or has the wrong size.
+        Folders whose manifest is missing or malformed are left out unless ``include_damaged``."""
+        self._require()
         out = []
         for p in sorted(self.versions_dir.iterdir(), key=lambda p: (len(p.name), p.name)):  # v9999 < v10000
-            try:
-                manifest = json.loads((p / "manifest.json").read_text(encoding="utf-8"))
-            except (OSError, json.JSONDecodeError):
+            if not _VERSION_NAME.match(p.name) or not p.is_dir():
                 continue
-            out.append(VersionInfo(p.name, p, manifest))
+            v = self._info(p)
+            if include_damaged or v.manifest:
+                out.append(v)
         return out
 
     def get(self, version: str | None = None) -> VersionInfo:
-        """A version by id, or the current one."""
+        """A version by id, or the current one. A missing or damaged file is reported in ``problem``;
+        a version without a usable manifest raises :class:`StoreError`."""
         self._require()
         vid = version or self.current_id()
         if vid is None:
             raise StoreError(f"{self.root} has no current version; promote one with `ragtune index promote V`")
-        for v in self.list():
-            if v.id == vid:
-                return v
-        have = ", ".join(v.id for v in self.list()) or "none"
-        raise StoreError(f"no version {vid!r} in {self.root}; versions: {have}")
+        path = self.versions_dir / vid
+        if not _VERSION_NAME.match(vid) or not path.is_dir():
+            have = ", ".join(v.id for v in self.list()) or "none"
+            raise StoreError(f"no version {vid!r} in {self.root}; versions: {have}")
+        v = self._info(path)
+        if not v.manifest:
+            raise self._damage(vid, v.problem or "manifest.json is unusable")
+        return v
+
+    def verify(self, version: str | None = None, *, hashes: bool = False) -> VersionInfo:
+        """The version if every file is there with its recorded size (and, with ``hashes``, its
+        recorded checksum); otherwise :class:`StoreError` naming the file."""
+        v = self.get(version)
+        problem = (v.problem or _files_problem(v.path, v.manifest, hashes=True)) if hashes else v.problem
+        if problem:
+            raise self._damage(v.id, problem)
+        return v
 
     def current_id(self) -> str | None:
         try:
@@ -225,95 +323,205 @@ class IndexStore:
         except (FileNotFoundError, json.JSONDecodeError):
             return []
 
+    def _rows(self, v: VersionInfo, name: str, expected: int | None, *, required: bool = True) -> list[dict[str, Any]]:
+        p = v.path / name
+        if not p.exists():
+            if required:
+                raise self._damage(v.id, f"{name} is missing")
+            return []
+        rows = []
+        try:
+            with open(p, encoding="utf-8") as f:
+                for n, line in enumerate(f, 1):
+                    if line.strip():
+                        try:
+                            rows.append(json.loads(line))
+                        except json.JSONDecodeError:
+                            raise self._damage(v.id, f"line {n} of {name} is not valid JSON (truncated or overwritten)") from None
+        except UnicodeDecodeError:
+            raise self._damage(v.id, f"{name} is not UTF-8 text (overwritten)") from None
+        if expected is not None and len(rows) != expected:
+            raise self._damage(v.id, f"{name} holds {len(rows)} records, the manifest recorded {expected}")
+        return rows
+
+    def _parse(self, v: VersionInfo, name: str, rows: list[dict[str, Any]], make) -> list:
+        out = []
+        for n, r in enumerate(rows, 1):
+            try:
+                out.append(make(r))
+            except (KeyError, TypeError, ValueError, AttributeError) as e:
+                raise self._damage(v.id, f"record {n} of {name} is malformed ({type(e).__name__}: {e})") from None
+        return out
+
     def documents(self, version: str | None = None) -> list[Document]:
-        v = self.get(version)
-        return [_doc_from_record(r) for r in _read_jsonl(v.path / "documents.jsonl")]
+        v = self.verify(version)
+        rows = self._rows(v, "documents.jsonl", v.manifest["corpus"]["documents"])
+        return self._parse(v, "documents.jsonl", rows, _doc_from_record)
 
     def corpus(self, version: str | None = None) -> Corpus:
-        v = self.get(version)
+        v = self.verify(version)
         return Corpus(self.documents(v.id), kind=v.manifest["corpus"]["kind"], root=f"{self.root}@{v.id}")
 
     def chunks(self, version: str | None = None) -> tuple[list[Chunk], list[Chunk]]:
-        v = self.get(version)
-        return ([Chunk.from_dict(r) for r in _read_jsonl(v.path / "chunks.jsonl")],
-                [Chunk.from_dict(r) for r in _read_jsonl(v.path / "parents.jsonl")])
+        v = self.verify(version)
+        chunks = self._parse(v, "chunks.jsonl", self._rows(v, "chunks.jsonl", v.manifest["chunks"]), Chunk.from_dict)
+        n_parents = v.manifest.get("parents") or 0
+        parents = self._parse(v, "parents.jsonl", self._rows(v, "parents.jsonl", n_parents, required=bool(n_parents)),
+                              Chunk.from_dict)
+        return chunks, parents
 
     def vectors(self, version: str | None = None) -> np.ndarray | None:
-        v = self.get(version)
+        v = self.verify(version)
         p = v.path / "vectors.npy"
-        return np.load(p, mmap_mode="r") if p.exists() else None
+        if not p.exists():
+            if v.manifest["config"].get("retriever") in ("dense", "hybrid"):
+                raise self._damage(v.id, "vectors.npy is missing")
+            return None
+        try:
+            arr = np.load(p, mmap_mode="r")
+        except (OSError, ValueError) as e:
+            raise self._damage(v.id, f"vectors.npy is not a readable array ({e})") from None
+        if arr.ndim != 2 or arr.shape[0] != v.manifest["chunks"]:
+            raise self._damage(v.id, f"vectors.npy has shape {arr.shape}, expected one row per chunk "
+                                     f"({v.manifest['chunks']})")
+        return arr
+
+    # --- the lock ------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the store lock (``building/.lock``): builds, promotes, rollbacks and gc of one store
+        run one at a time, across processes and threads. Re-entrant within one thread of this object."""
+        import fcntl
+
+        depth = getattr(self._held, "depth", 0)
+        if depth:
+            self._held.depth = depth + 1
+            try:
+                yield
+            finally:
+                self._held.depth = depth
+            return
+        try:
+            self.building_dir.mkdir(parents=True, exist_ok=True)
+            fh = open(self.building_dir / ".lock", "a")
+        except OSError as e:
+            raise StoreError(f"cannot take the lock of {self.root} ({e.strerror or e}); check that the folder "
+                             "is writable and the disk not full") from e
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            self._held.depth = 1
+            try:
+                yield
+            finally:
+                self._held.depth = 0
+        finally:
+            fh.close()
+
+    def _clean_pointer_tmp(self) -> None:
+        """Temporary pointer files left by killed promotes and rollbacks (call under the lock)."""
+        with contextlib.suppress(OSError):
+            for p in self.root.iterdir():
+                if _POINTER_TMP.match(p.name):
+                    p.unlink(missing_ok=True)
+
+    def _write_pointers(self, what: str, current: str, hist: list[str]) -> None:
+        self._clean_pointer_tmp()
+        try:
+            _replace_atomic(self.root / "history.json", json.dumps(hist))
+            _replace_atomic(self.root / "CURRENT", current + "\n")
+        except OSError as e:
+            raise StoreError(f"{what} failed: {e.strerror or e} ({errno.errorcode.get(e.errno or 0, 'OSError')}); "
+                             f"CURRENT still names {self.current_id()}. {_fix_hint(e, self.root)}") from e
 
     # --- pointer -----------------------------------------------------------------------------
     def promote(self, version: str) -> VersionInfo:
-        """Make ``version`` current (atomic: readers see the old or the new pointer, never half)."""
-        v = self.get(version)  # also refuses a folder that is not a store
-        lock = self._lock()
-        try:
-            hist = [h for h in self.history() if h != v.id] + [v.id]
-            _replace_atomic(self.root / "history.json", json.dumps(hist))
-            _replace_atomic(self.root / "CURRENT", v.id + "\n")
-        finally:
-            lock.close()
+        """Make ``version`` current (atomic: readers see the old or the new pointer, never half).
+        Refuses a version with a missing or damaged file (sizes and checksums are checked)."""
+        self._require()  # before the lock: never create building/ in a folder that is not a store
+        with self.locked():
+            v = self.verify(version, hashes=True)
+            self._write_pointers(f"promoting {v.id}", v.id, [h for h in self.history() if h != v.id] + [v.id])
         return v
 
     def rollback(self) -> VersionInfo:
-        """Back to the version promoted before the current one."""
+        """Back to the version promoted before the current one (checked like a promote)."""
         self._require()
-        lock = self._lock()
-        try:
+        with self.locked():
             return self._rollback_locked()
-        finally:
-            lock.close()
 
     def _rollback_locked(self) -> VersionInfo:
         hist = self.history()
         cur = self.current_id()
         if cur in hist:
             hist = hist[: hist.index(cur)]
-        existing = {v.id for v in self.list()}
+        existing = {v.id: v for v in self.list(include_damaged=True)}
         previous = [h for h in hist if h in existing]
         if not previous:
             raise StoreError(f"nothing to roll back to: {cur} is the first promoted version")
         target = previous[-1]
-        _replace_atomic(self.root / "CURRENT", target + "\n")
-        _replace_atomic(self.root / "history.json", json.dumps(previous))
-        return self.get(target)
+        v = existing[target]
+        problem = v.problem or _files_problem(v.path, v.manifest, hashes=True)
+        if problem:
+            good = [h for h in previous[:-1] if existing[h].complete]
+            raise StoreError(f"cannot roll back to {target}: it is damaged: {problem}. Promote another complete "
+                             f"version ({', '.join(good) or 'none in the history'}) with `ragtune index promote "
+                             f"--store {self.root} VERSION`, or rebuild with `ragtune index build --store {self.root} "
+                             "--corpus PATH`")
+        self._write_pointers(f"rolling back to {target}", target, previous)
+        return v
 
     def gc(self, keep: int) -> list[str]:
-        """Delete versions beyond the ``keep`` newest, never the current one or the rollback target."""
+        """Delete versions beyond the ``keep`` newest complete ones, never the current one or the rollback
+        target, and every damaged version that is not current. Each goes to ``trash/`` in one rename
+        before its files are deleted."""
         if keep < 1:
             raise ConfigError("gc --keep must be at least 1")
         self._require()
-        lock = self._lock()  # never while a build is writing
-        try:
+        with self.locked():  # never while a build is writing
             return self._gc_locked(keep)
-        finally:
-            lock.close()
 
     def _gc_locked(self, keep: int) -> list[str]:
-        versions = self.list()
-        protect = {self.current_id()} | set(self.history()[-2:])
-        newest = {v.id for v in versions[-keep:]}
+        self._empty_trash()  # what a killed gc left
+        versions = self.list(include_damaged=True)
+        good = [v for v in versions if v.complete]
+        hist = self.history()
+        rollback_target = hist[-2] if len(hist) >= 2 else None
+        protect = {self.current_id()} | {v.id for v in good if v.id == rollback_target} | {v.id for v in good[-keep:]}
         removed = []
         for v in versions:
-            if v.id not in newest and v.id not in protect:
-                shutil.rmtree(v.path)
+            if v.id not in protect:
+                self._to_trash(v.path)
                 removed.append(v.id)
+        self._empty_trash()
         self.clean_debris()
         return removed
 
+    def _to_trash(self, path: Path) -> None:
+        self.trash_dir.mkdir(exist_ok=True)
+        os.rename(path, self.trash_dir / f"{path.name}.{os.getpid()}.{time.time_ns()}")
+        _fsync_dir(self.versions_dir)  # the version is gone from versions/ before any file is deleted
+        _fsync_dir(self.trash_dir)
+
+    def _empty_trash(self) -> None:
+        if self.trash_dir.is_dir():
+            for p in self.trash_dir.iterdir():
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+
     def clean_debris(self) -> list[str]:
-        """Remove what killed builds left in building/ (no process may be writing there:
-        builds of one store are serialised by a lock)."""
-        if not self.building_dir.is_dir():
+        """Remove what killed builds left in building/, what a killed gc left in trash/, and temporary
+        pointer files of killed promotes. Takes the store lock."""
+        if not self.exists():
             return []
-        gone = []
-        for p in self.building_dir.iterdir():
-            if p.name == ".lock":
-                continue
-            shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
-            gone.append(p.name)
-        return gone
+        with self.locked():
+            self._empty_trash()
+            self._clean_pointer_tmp()
+            gone = []
+            for p in self.building_dir.iterdir():
+                if p.name == ".lock":
+                    continue
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+                gone.append(p.name)
+            return gone
 
     def diff(self, a: str, b: str) -> dict[str, Any]:
         va, vb = self.get(a), self.get(b)
@@ -331,55 +539,75 @@ class IndexStore:
 
     # --- writing -----------------------------------------------------------------------------
     def _next_id(self) -> str:
-        nums = [int(p.name[1:]) for p in self.versions_dir.iterdir() if p.name[:1] == "v" and p.name[1:].isdigit()] \
-            if self.versions_dir.is_dir() else []
+        names = [p.name for p in self.versions_dir.iterdir()] if self.versions_dir.is_dir() else []
+        names += [h for h in self.history() if isinstance(h, str)]  # never reuse an id the history names
+        nums = [int(n[1:]) for n in names if _VERSION_NAME.match(n)]
         return f"v{(max(nums) + 1) if nums else 1:04d}"
-
-    def _lock(self):
-        import fcntl
-
-        self.building_dir.mkdir(parents=True, exist_ok=True)
-        fh = open(self.building_dir / ".lock", "w")
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        return fh
 
     def write_version(self, *, config: IndexConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
                       parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
                       bm25=None) -> VersionInfo:
-        """Write a complete version under building/, then rename it into versions/ in one step."""
-        self.versions_dir.mkdir(parents=True, exist_ok=True)
-        lock = self._lock()
+        """Write a complete version under building/, sync every file and folder, then rename it into
+        versions/ in one step. A failed write (disk full, ...) removes the partial folder and raises
+        :class:`StoreError`; nothing is published."""
         try:
+            self.versions_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"cannot create the store {self.root}: {e.strerror or e}. {_fix_hint(e, self.root)}") from e
+        with self.locked():
             self.clean_debris()
             vid = self._next_id()
             tmp = self.building_dir / f"{vid}.{os.getpid()}.{int(time.time() * 1000)}"
-            tmp.mkdir(parents=True)
-            _write_jsonl(tmp / "documents.jsonl", (_doc_record(d) for d in corpus))
-            _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
-            if parents:
-                _write_jsonl(tmp / "parents.jsonl", (c.to_dict() for c in parents))
-            if vectors is not None:
-                with open(tmp / "vectors.npy", "wb") as f:
-                    np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
-                    f.flush()
-                    os.fsync(f.fileno())
-            if bm25 is not None:
-                bm25.save(tmp / "bm25")
-            manifest = {
-                "id": vid, "ragtune": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "config": config.to_dict(), "config_hash": config.config_hash(),
-                "corpus": {"fingerprint": corpus.fingerprint, "kind": corpus.kind, "root": corpus.root,
-                           "documents": len(corpus)},
-                "documents": {d.id: doc_hash(d) for d in corpus},
-                "embedding": dict(embedding) if embedding else None,
-                "chunks": len(chunks), "parents": len(parents), "build_s": build_s, "parent_version": parent_version,
-                "stats": dict(stats or {}),
-            }
-            _write_json(tmp / "manifest.json", manifest)  # last: a folder without it is never a version
-            _fsync_dir(tmp)
-            os.rename(tmp, self.versions_dir / vid)
+            step = "the build folder"
+            try:
+                tmp.mkdir(parents=True)
+                step = "documents.jsonl"
+                _write_jsonl(tmp / "documents.jsonl", (_doc_record(d) for d in corpus))
+                step = "chunks.jsonl"
+                _write_jsonl(tmp / "chunks.jsonl", (c.to_dict() for c in chunks))
+                if parents:
+                    step = "parents.jsonl"
+                    _write_jsonl(tmp / "parents.jsonl", (c.to_dict() for c in parents))
+                if vectors is not None:
+                    step = "vectors.npy"
+                    with open(tmp / "vectors.npy", "wb") as f:
+                        np.save(f, np.ascontiguousarray(vectors, dtype=np.float32))
+                if bm25 is not None:
+                    step = "bm25/"
+                    bm25.save(tmp / "bm25")
+                step = "syncing the files"
+                files = _seal(tmp)
+                manifest = {
+                    "id": vid, "ragtune": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                    "config": config.to_dict(), "config_hash": config.config_hash(),
+                    "corpus": {"fingerprint": corpus.fingerprint, "kind": corpus.kind, "root": corpus.root,
+                               "documents": len(corpus)},
+                    "documents": {d.id: doc_hash(d) for d in corpus},
+                    "embedding": dict(embedding) if embedding else None,
+                    "chunks": len(chunks), "parents": len(parents), "build_s": build_s,
+                    "parent_version": parent_version, "stats": dict(stats or {}), "files": files,
+                }
+                step = "manifest.json"
+                _write_json(tmp / "manifest.json", manifest)  # last: a folder without it is never a version
+                _fsync_dir(tmp)
+                step = "publishing the version"
+                os.rename(tmp, self.versions_dir / vid)
+            except OSError as e:
+                shutil.rmtree(tmp, ignore_errors=True)
+                code = errno.errorcode.get(e.errno or 0, "OSError")
+                raise StoreError(
+                    f"building {vid} failed while writing {step}: {e.strerror or e} ({code}). Nothing was published "
+                    f"and the partial build was removed: {self.current_id() or 'no version'} is still current. "
+                    f"{_fix_hint(e, self.root)}") from e
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
             _fsync_dir(self.versions_dir)
             return self.get(vid)
-        finally:
-            lock.close()
+
+
+def _fix_hint(e: OSError, root: Path) -> str:
+    if e.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"Free disk space (or raise the quota) where {root} lives, then run the command again."
+    return f"Check that {root} is writable, then run the command again."
