@@ -16,8 +16,9 @@ $(CORE): pyproject.toml | $(PY)
 	$(PY) -m pip install -q -e .
 	touch $(CORE)
 
-$(ALL): pyproject.toml | $(PY)
+$(ALL): pyproject.toml examples/plugin/pyproject.toml examples/plugin/ragtune_example_overlap.py | $(PY)
 	$(PY) -m pip install -q -e '.[test,embed,st,ann,llm,serve]'
+	$(PY) -m pip install -q ./examples/plugin  # the entry-point example the registry tests load
 	touch $(ALL) $(CORE)
 
 install: $(CORE)
@@ -25,7 +26,7 @@ install-all: $(ALL)
 
 demo: $(CORE)
 	$(PY) -m ragtune golden check --corpus docs --golden docs/golden.jsonl
-	$(PY) -m ragtune eval --corpus docs --golden docs/golden.jsonl --json out/demo-eval.json
+	$(PY) -m ragtune eval --corpus docs --golden docs/golden.jsonl --out out/demo-eval.json
 	rm -rf out/demo-sweep
 	$(PY) -m ragtune sweep --corpus docs --golden docs/golden.jsonl --grid examples/demo-grid.toml --out out/demo-sweep --top 10
 
