@@ -378,3 +378,26 @@ def test_reading_a_folder_that_is_not_a_store_fails_and_building_creates_it(corp
     with pytest.raises(StoreError, match="no index store .no versions/ folder. at"):
         IndexStore(plain).list()
     assert build_version(IndexStore(missing), load_corpus(corpus_dir), IndexConfig.from_flags(SECTION)).id == "v0001"
+
+
+# --- the CLI -----------------------------------------------------------------------------------------------
+def test_cli_lists_incomplete_versions_and_refuses_mass_removal_unless_allowed(corpus_dir, tmp_path, capsys):
+    store = _store(tmp_path, corpus_dir, n=3)
+    (store.versions_dir / "v0002" / "documents.jsonl").unlink()
+    (store.versions_dir / "v0003" / "manifest.json").write_text("{")
+    s = str(store.root)
+    assert main(["index", "list", "--store", s]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [ln.split()[0] for ln in lines] == ["*", "v0002", "v0003"] and "INCOMPLETE" not in lines[0]
+    assert lines[1].endswith("INCOMPLETE: documents.jsonl is missing")
+    assert "INCOMPLETE: manifest.json is unreadable" in lines[2]
+    assert main(["index", "list", "--store", s, "--json"]) == 0
+    assert [r["problem"] for r in json.loads(capsys.readouterr().out)][:2] == [None, "documents.jsonl is missing"]
+    assert main(["index", "promote", "--store", s, "v0002"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: version v0002 in ") and "documents.jsonl is missing" in err and err.count("\n") == 1
+    wrong = write_files(tmp_path / "wrong", {"shipping.md": DOCS["shipping.md"]})
+    assert main(["index", "refresh", "--store", s, "--corpus", str(wrong)]) == 2
+    assert "would remove 4 of the 5 documents" in capsys.readouterr().err
+    assert main(["index", "refresh", "--store", s, "--corpus", str(wrong), "--allow-mass-removal"]) == 0
+    assert "4 removed" in capsys.readouterr().out and len(store.documents()) == 1

@@ -52,8 +52,8 @@ def cmd_list(args) -> int:
     from ..render import render_version_line
 
     store = _store(args)
-    versions, cur = store.list(), store.current_id()
-    emit(args, [{"id": v.id, "current": v.id == cur, **v.manifest} for v in versions],
+    versions, cur = store.list(include_damaged=True), store.current_id()
+    emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
          "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
     return 0
 
