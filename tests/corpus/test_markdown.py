@@ -65,9 +65,13 @@ def test_front_matter_is_metadata_and_not_body():
     text = "---\ntitle: T\ntags: [a, b]\n---\n# H\nbody\n"
     parsed = parse_markdown(text, doc_id="d.md")
     assert parsed.front_matter == {"title": "T", "tags": ["a", "b"]}
-    assert parsed.body == "# H\nbody\n"
-    assert parsed.body_offset == len("---\ntitle: T\ntags: [a, b]\n---\n")
-    assert parsed.sections[0].start == 0
+    head = "---\ntitle: T\ntags: [a, b]\n---\n"
+    # the front matter is blanked, not cut: offsets stay offsets into the file, lines stay lines
+    assert parsed.body == "   \n        \n            \n   \n# H\nbody\n"
+    assert len(parsed.body) == len(text)
+    assert parsed.body_offset == len(head)
+    assert parsed.sections[0].start == len(head)
+    assert text[parsed.sections[0].start:] == "# H\nbody\n"
 
 
 def test_crlf_line_endings():

@@ -7,13 +7,19 @@ piece) and a code block between lines (the fence reopened and closed in the
 indexed text). A heading always stays with the first content under it.
 With ``merge_siblings``, small consecutive sections under the same parent
 (or a parent's intro and its first child) share a chunk up to the size.
+
+Blocks come from the same scanner the corpus parser uses
+(:mod:`ragtune.corpus.blocks`), so a heading that has an anchor is never
+swallowed as code here, and a ``#`` line in code never opens a section
+there. HTML blocks and indented code are kept whole like fenced code, but
+when too big they are cut between lines with nothing repeated.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ..corpus.blocks import Block, blocks_in
 from ..errors import ConfigError
 from ..types import Chunk, Document, Section
 from .base import SizedConfig, apply_overlap, make_chunk, trim_span, windows
@@ -21,11 +27,6 @@ from .recursive import split_recursive
 from .tokens import TokenSpans, get_tokenizer
 
 __all__ = ["MarkdownChunkerConfig", "MarkdownChunker", "blocks"]
-
-_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
-_FENCE_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_TABLE_DELIM_RE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")
-
 
 @dataclass(frozen=True)
 class MarkdownChunkerConfig(SizedConfig):
@@ -38,88 +39,19 @@ class MarkdownChunkerConfig(SizedConfig):
             raise ConfigError(f"MarkdownChunkerConfig: merge_siblings must be true or false, got {self.merge_siblings!r}")
 
 
-@dataclass
-class Block:
-    start: int
-    end: int
-    kind: str  # "para" | "code" | "table"
-    lines: list[tuple[int, int]] = field(default_factory=list)  # line spans, without newline
-
-
 def blocks(text: str, start: int, end: int) -> list[Block]:
-    """Paragraphs, fenced code blocks and tables in ``text[start:end]``."""
-    lines: list[tuple[int, int]] = []
-    pos = start
-    for m in _LINE_RE.finditer(text, start, end):
-        line_end = m.end() - (1 if m.group().endswith("\n") else 0)
-        if line_end > m.start() and text[line_end - 1] == "\r":
-            line_end -= 1
-        lines.append((m.start(), line_end))
-        pos = m.end()
-    del pos
-    out: list[Block] = []
-    i = 0
-    n = len(lines)
-    para: Block | None = None
+    """The blocks of ``text`` within ``[start, end)``, as the corpus parser sees them.
 
-    def close_para() -> None:
-        nonlocal para
-        if para is not None:
-            out.append(para)
-            para = None
-
-    while i < n:
-        s, e = lines[i]
-        line = text[s:e]
-        fence = _FENCE_RE.match(line)
-        if fence:
-            close_para()
-            char, width = fence.group(1)[0], len(fence.group(1))
-            j = i + 1
-            while j < n:
-                t = text[lines[j][0]:lines[j][1]].strip()
-                if t and set(t) == {char} and len(t) >= width:
-                    break
-                j += 1
-            last = min(j, n - 1)
-            out.append(Block(s, lines[last][1], "code", lines[i:last + 1]))
-            i = last + 1
-            continue
-        if not line.strip():
-            close_para()
-            i += 1
-            continue
-        if "|" in line and i + 1 < n and _TABLE_DELIM_RE.match(text[lines[i + 1][0]:lines[i + 1][1]]) \
-                and "-" in text[lines[i + 1][0]:lines[i + 1][1]]:
-            close_para()
-            j = i + 2
-            while j < n and "|" in text[lines[j][0]:lines[j][1]] and text[lines[j][0]:lines[j][1]].strip():
-                j += 1
-            out.append(Block(s, lines[j - 1][1], "table", lines[i:j]))
-            i = j
-            continue
-        if para is None:
-            para = Block(s, e, "para", [(s, e)])
-        else:
-            para.end = e
-            para.lines.append((s, e))
-        i += 1
-    close_para()
-    return out
-
-
-_HEADING_LINE_RE = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
-_SETEXT_LINE_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
+    The whole text is scanned (once, cached), so a block's kind never depends
+    on where a section starts: a heading the parser found is a heading here,
+    and a line the parser took for code is code here.
+    """
+    return blocks_in(text, start, end)
 
 
 def is_heading_block(text: str, block: Block) -> bool:
     """A block made of one heading and nothing else (ATX line, or setext text + underline)."""
-    if block.kind != "para":
-        return False
-    first = text[block.lines[0][0]:block.lines[0][1]]
-    if len(block.lines) == 1:
-        return bool(_HEADING_LINE_RE.match(first))
-    return len(block.lines) == 2 and bool(_SETEXT_LINE_RE.match(text[block.lines[1][0]:block.lines[1][1]]))
+    return block.kind == "heading"
 
 
 @dataclass
@@ -160,13 +92,11 @@ def split_block(ts: TokenSpans, block: Block, budget: int) -> list[Piece]:
         groups = _split_lines(ts, block.lines[2:], max(1, budget - ts.count(hs, he)))
         return [Piece(block.start if i == 0 else s, e, lead="" if i == 0 else header + "\n")
                 for i, (s, e) in enumerate(groups)]
-    if block.kind == "code" and len(block.lines) > 2 and 4 * ts.count(*block.lines[0]) <= budget:
+    if block.kind == "code" and block.fence and len(block.lines) > 2 and 4 * ts.count(*block.lines[0]) <= budget:
         os_, oe = block.lines[0]
         opening = text[os_:oe].strip()
-        marker = re.match(r"`+|~+", opening).group()  # type: ignore[union-attr]
-        last_line = text[block.lines[-1][0]:block.lines[-1][1]].strip()
-        closed = bool(last_line) and set(last_line) == {marker[0]} and len(last_line) >= len(marker)
-        body = block.lines[1:-1] if closed else block.lines[1:]
+        marker = block.fence
+        body = block.lines[1:-1] if block.closed else block.lines[1:]
         groups = _split_lines(ts, body, max(1, budget - 2 * ts.count(os_, oe))) if body else []
         if not groups:
             return [Piece(block.start, block.end)]
@@ -174,7 +104,7 @@ def split_block(ts: TokenSpans, block: Block, budget: int) -> list[Piece]:
         return [Piece(block.start if i == 0 else s, block.end if i == n - 1 else e,
                       lead="" if i == 0 else opening + "\n", tail="" if i == n - 1 else "\n" + marker)
                 for i, (s, e) in enumerate(groups)]
-    if block.kind != "para":  # a header or fence too big to repeat: cut between lines
+    if block.kind in ("code", "table", "html"):  # indented code, HTML, or a header or fence too big to repeat
         return [Piece(s, e) for s, e in _split_lines(ts, block.lines, budget)]
     return [Piece(s, e) for s, e in split_recursive(ts, block.start, block.end, budget, level=2)]
 

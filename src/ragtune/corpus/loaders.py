@@ -74,7 +74,7 @@ def _markdown_document(path: Path, doc_id: str) -> Document:
         title = parsed.first_h1 or path.stem
     return Document(
         id=doc_id, title=title.strip(), text=parsed.body, metadata=meta,
-        sections=parsed.sections, source=str(path), text_offset=parsed.body_offset,
+        sections=parsed.sections, source=str(path),
     )
 
 

@@ -16,15 +16,12 @@ import yaml
 
 from ..errors import CorpusError
 from ..types import Section
+from .blocks import scan_blocks
 
 __all__ = ["parse_markdown", "slugify", "strip_inline_markdown", "Slugger", "ParsedMarkdown"]
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
-_FENCE_OPEN_RE = re.compile(r"^ {0,3}(`{3,}|~{3,})(.*)$")
-_ATX_RE = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
-_SETEXT_RE = re.compile(r"^ {0,3}(=+|-+)[ \t]*$")
-_NOT_PARAGRAPH_RE = re.compile(r"^ {0,3}(?:[-+*][ \t]|\d{1,9}[.)][ \t]|\||>|<|[-*_](?:[ \t]*[-*_]){2,}[ \t]*$)")
+_BLANK_RE = re.compile(r"[^\r\n]")
 _ATTR_LIST_RE = re.compile(r"[ \t]*\{[ \t]*([^{}]*?)[ \t]*\}[ \t]*$")
 _ATTR_TOKEN_RE = re.compile(r"""^(?:#[^\s#.]+|\.[^\s#.]+|[\w-]+=(?:"[^"]*"|'[^']*'|\S+))$""")
 
@@ -103,6 +100,12 @@ class _Heading:
 
 @dataclass(frozen=True, slots=True)
 class ParsedMarkdown:
+    """``body`` is the whole text with its front matter blanked out: every
+    character of the front matter block but line endings becomes a space, so
+    offsets into ``body`` are offsets into the source text, and line numbers
+    match too. ``body_offset`` is where the content after the front matter
+    starts (0 without front matter)."""
+
     body: str
     body_offset: int
     front_matter: dict[str, Any]
@@ -135,59 +138,26 @@ def _split_front_matter(text: str, source: str) -> tuple[dict[str, Any], str, in
                     f"got {type(data).__name__}"
                 )
             end = offset + len(line)
-            return data, text[end:], end
+            return data, _BLANK_RE.sub(" ", text[:end]) + text[end:], end
         offset += len(line)
     return {}, text, 0  # no closing line: a thematic break, not front matter
 
 
 def _scan_headings(body: str) -> list[_Heading]:
-    headings: list[_Heading] = []
-    fence: tuple[str, int] | None = None
-    para_start: int | None = None  # offset of the open paragraph's first line
-    para_lines: list[str] = []
-    offset = 0
-    for raw in _LINE_RE.findall(body):
-        line_offset = offset
-        offset += len(raw)
-        line = raw.rstrip("\r\n")
-        if fence is not None:
-            close = re.match(r"^ {0,3}(`+|~+)[ \t]*$", line)
-            if close and close.group(1)[0] == fence[0] and len(close.group(1)) >= fence[1]:
-                fence = None
-            continue
-        m = _FENCE_OPEN_RE.match(line)
-        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-            fence = (m.group(1)[0], len(m.group(1)))
-            para_start, para_lines = None, []
-            continue
-        if not line.strip():
-            para_start, para_lines = None, []
-            continue
-        if para_start is None and (line.startswith("    ") or line.startswith("\t")):
-            continue  # indented code block
-        m = _ATX_RE.match(line)
-        if m:
-            text, explicit = _split_attr_list(_ATX_CLOSE_RE.sub("", m.group(2) or ""))
-            headings.append(_Heading(line_offset, len(m.group(1)), text.strip(), explicit))
-            para_start, para_lines = None, []
-            continue
-        m = _SETEXT_RE.match(line)
-        if m and para_start is not None and para_lines:
-            text, explicit = _split_attr_list(" ".join(p.strip() for p in para_lines))
-            level = 1 if m.group(1)[0] == "=" else 2
-            headings.append(_Heading(para_start, level, text.strip(), explicit))
-            para_start, para_lines = None, []
-            continue
-        if para_start is None:
-            if _NOT_PARAGRAPH_RE.match(line):
-                continue
-            para_start = line_offset
-        para_lines.append(line)
+    headings = []
+    for b in scan_blocks(body):
+        if b.kind == "heading":
+            text, explicit = _split_attr_list(b.title)
+            headings.append(_Heading(b.start, b.level, text.strip(), explicit))
     return headings
 
 
 def parse_markdown(text: str, *, doc_id: str, source: str | None = None) -> ParsedMarkdown:
-    """Split front matter off ``text`` and find its sections."""
+    """Read the front matter of ``text``, blank it out, and find the sections.
+
+    Section spans are offsets into ``text`` itself (front matter included),
+    so a span highlights the right characters in the source file.
+    """
     front, body, body_offset = _split_front_matter(text, source or doc_id)
     headings = _scan_headings(body)
     slugger = Slugger()

@@ -1,0 +1,330 @@
+"""One markdown block scanner, shared by the corpus parser and the markdown chunker.
+
+:func:`scan_blocks` splits a markdown text into top-level blocks, following
+CommonMark (and GFM for tables) where it decides what is a heading and what
+is code:
+
+- ATX headings (``# Title``) and setext headings (text underlined with
+  ``===`` or ``---``);
+- fenced code: three or more backticks or tildes, closed by a fence of the
+  same character at least as long; a backtick fence's info string may not
+  contain a backtick (then the line is text); an unclosed fence runs to the
+  end of the document;
+- indented code: four columns of indentation, but never as the continuation
+  of a paragraph;
+- GFM pipe tables: a header row, a delimiter row with as many cells, then
+  rows until a blank line or the start of another block;
+- HTML blocks, with CommonMark's seven start and end conditions;
+- thematic breaks.
+
+List items are followed just far enough to know the column their content
+starts at (so a fence or heading indented inside a list item is seen, and a
+continuation paragraph indented under an item is not taken for code), and a
+paragraph that holds a list item or block quote line never becomes a setext
+heading. Headings inside block quotes are not headings here.
+
+Front matter is not handled here: the corpus parser blanks it out before
+the text reaches this scanner.
+
+Every block knows its exact character span and the spans of its lines
+(without line endings), so callers can cut between lines without losing
+offsets.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+__all__ = ["Block", "scan_blocks", "blocks_in"]
+
+_LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)\Z", re.S)
+_FENCE_CLOSE_RE = re.compile(r"(`{3,}|~{3,})[ \t]*\Z")
+_ATX_RE = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z", re.S)
+_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
+_SETEXT_RE = re.compile(r"(=+|-+)[ \t]*\Z")
+_RULE_RE = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})\Z")
+_LIST_RE = re.compile(r"([-+*]|(\d{1,9})[.)])([ \t]+|\Z)")
+_TABLE_DELIM_RE = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\Z")
+
+_HTML_BLOCK_TAGS = (
+    "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|"
+    "dl|dt|fieldset|figcaption|figure|footer|form|frame|frameset|h1|h2|h3|h4|h5|h6|head|header|hr|html|iframe|"
+    "legend|li|link|main|menu|menuitem|nav|noframes|ol|optgroup|option|p|param|search|section|summary|table|"
+    "tbody|td|tfoot|th|thead|title|tr|track|ul"
+)
+_ATTR = r"""(?:\s+[A-Za-z_:][\w.:-]*(?:\s*=\s*(?:[^\s"'=<>`]+|'[^']*'|"[^"]*"))?)"""
+# (start condition, end condition or None for "ends at a blank line", may interrupt a paragraph)
+_HTML_STARTS: tuple[tuple[re.Pattern[str], re.Pattern[str] | None, bool], ...] = (
+    (re.compile(r"<(?:script|pre|style|textarea)(?:[ \t>]|\Z)", re.I),
+     re.compile(r"</(?:script|pre|style|textarea)>", re.I), True),
+    (re.compile(r"<!--"), re.compile(r"-->"), True),
+    (re.compile(r"<\?"), re.compile(r"\?>"), True),
+    (re.compile(r"<![A-Za-z]"), re.compile(r">"), True),
+    (re.compile(r"<!\[CDATA\["), re.compile(r"\]\]>"), True),
+    (re.compile(rf"</?(?:{_HTML_BLOCK_TAGS})(?:[ \t]|/?>|\Z)", re.I), None, True),
+    (re.compile(rf"(?:<[A-Za-z][A-Za-z0-9-]*{_ATTR}*\s*/?>|</[A-Za-z][A-Za-z0-9-]*\s*>)[ \t]*\Z"), None, False),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One block: ``text[start:end]`` spans its lines, ``lines`` their spans without line endings.
+
+    ``kind`` is ``"heading"``, ``"para"``, ``"code"``, ``"table"``, ``"html"`` or
+    ``"rule"``. Headings carry ``level`` and ``title`` (the raw inline text,
+    closing ``#`` marks removed, attribute list kept). Code blocks carry
+    ``fence`` (the opening marker, empty for indented code) and ``closed``.
+    """
+
+    start: int
+    end: int
+    kind: str
+    lines: list[tuple[int, int]] = field(default_factory=list)
+    level: int = 0
+    title: str = ""
+    fence: str = ""
+    closed: bool = False
+
+
+def _indent(line: str) -> tuple[int, int]:
+    """(columns of leading indentation, tabs to multiples of 4; index of the first other character)."""
+    if not line or line[0] not in " \t":
+        return 0, 0
+    cols = 0
+    for i, ch in enumerate(line):
+        if ch == " ":
+            cols += 1
+        elif ch == "\t":
+            cols += 4 - cols % 4
+        else:
+            return cols, i
+    return cols, len(line)
+
+
+def _cells(row: str) -> int:
+    row = row.strip()
+    if row.startswith("|"):
+        row = row[1:]
+    if row.endswith("|") and not row.endswith("\\|"):
+        row = row[:-1]
+    return len(re.split(r"(?<!\\)\|", row))
+
+
+def _html_start(rest: str, in_para: bool) -> re.Pattern[str] | None | bool:
+    """The end condition of an HTML block starting at ``rest`` (None: a blank line), or False."""
+    if not rest.startswith("<"):
+        return False
+    for start, end, interrupts in _HTML_STARTS:
+        if start.match(rest) and (interrupts or not in_para):
+            return end
+    return False
+
+
+@lru_cache(maxsize=8)
+def scan_blocks(text: str) -> tuple[Block, ...]:
+    """Every top-level block of ``text``, in order (blank lines belong to none)."""
+    lines: list[tuple[int, int]] = []
+    for m in _LINE_RE.finditer(text):
+        s, e = m.start(), m.end()
+        if e > s and text[e - 1] == "\n":
+            e -= 1
+        if e > s and text[e - 1] == "\r":
+            e -= 1
+        lines.append((s, e))
+    n = len(lines)
+    out: list[Block] = []
+    para: list[tuple[int, int]] = []  # lines of the open paragraph
+    para_plain = True  # no list item or block quote line in it (so it may become a setext heading)
+    table: list[tuple[int, int]] = []  # lines of the open table
+    lists: list[int] = []  # content columns of the open list items, innermost last
+
+    def close() -> None:
+        nonlocal para, table, para_plain
+        if para:
+            out.append(Block(para[0][0], para[-1][1], "para", para))
+        if table:
+            out.append(Block(table[0][0], table[-1][1], "table", table))
+        para, table, para_plain = [], [], True
+
+    i = 0
+    while i < n:
+        s, e = lines[i]
+        line = text[s:e]
+        cols, first = _indent(line)
+        rest = line[first:]
+        if not rest:
+            close()
+            i += 1
+            continue
+        base = 0
+        for c in lists:
+            if c <= cols:
+                base = c
+        rel = cols - base
+        in_para = bool(para)
+
+        if rel >= 4:
+            if para or table:
+                (para or table).append((s, e))
+                i += 1
+            else:  # indented code: runs over blank lines while lines stay indented
+                lists = [c for c in lists if c <= cols]
+                code = [(s, e)]
+                j = i + 1
+                while j < n:
+                    ls, le = lines[j]
+                    c2, f2 = _indent(text[ls:le])
+                    if f2 < le - ls and c2 < base + 4:
+                        break
+                    code.append((ls, le))
+                    j += 1
+                while code and not text[code[-1][0]:code[-1][1]].strip():
+                    code.pop()
+                    j -= 1
+                out.append(Block(code[0][0], code[-1][1], "code", code))
+                i = j
+            continue
+
+        m = _FENCE_OPEN_RE.match(rest)
+        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+            close()
+            lists = [c for c in lists if c <= cols]
+            marker = m.group(1)
+            code = [(s, e)]
+            closed = False
+            j = i + 1
+            while j < n:
+                ls, le = lines[j]
+                body = text[ls:le]
+                c2, f2 = _indent(body)
+                if base and f2 < len(body) and c2 < base:
+                    break  # the list item holding the fence ends, and the fence with it
+                code.append((ls, le))
+                j += 1
+                cm = _FENCE_CLOSE_RE.match(body, f2) if c2 - base <= 3 else None
+                if cm and cm.group(1)[0] == marker[0] and len(cm.group(1)) >= len(marker):
+                    closed = True
+                    break
+            out.append(Block(s, code[-1][1], "code", code, fence=marker, closed=closed))
+            i = j
+            continue
+
+        m = _ATX_RE.match(rest)
+        if m:
+            close()
+            lists = [c for c in lists if c <= cols]
+            title = _ATX_CLOSE_RE.sub("", m.group(2) or "").strip()
+            out.append(Block(s, e, "heading", [(s, e)], level=len(m.group(1)), title=title))
+            i += 1
+            continue
+
+        if para and para_plain:
+            m = _SETEXT_RE.match(rest)
+            if m:
+                title = " ".join(text[a:b].strip() for a, b in para)
+                level = 1 if m.group(1)[0] == "=" else 2
+                out.append(Block(para[0][0], e, "heading", para + [(s, e)], level=level, title=title))
+                para = []
+                i += 1
+                continue
+
+        if para and "-" in rest and _TABLE_DELIM_RE.match(rest):
+            hs, he = para[-1]
+            header = text[hs:he]
+            if ("|" in header or "|" in rest) and _cells(header) == _cells(rest):
+                para.pop()
+                close()
+                table = [(hs, he), (s, e)]
+                i += 1
+                continue
+
+        end = _html_start(rest, in_para)
+        if end is not False:
+            close()
+            lists = [c for c in lists if c <= cols]
+            html = [(s, e)]
+            j = i + 1
+            if end is None or not end.search(rest):
+                while j < n:
+                    ls, le = lines[j]
+                    body = text[ls:le]
+                    if end is None and not body.strip():
+                        break
+                    html.append((ls, le))
+                    j += 1
+                    if end is not None and end.search(body):
+                        break
+            out.append(Block(s, html[-1][1], "html", html))
+            i = j
+            continue
+
+        if _RULE_RE.match(rest):
+            close()
+            lists = [c for c in lists if c <= cols]
+            out.append(Block(s, e, "rule", [(s, e)]))
+            i += 1
+            continue
+
+        m = _LIST_RE.match(rest)
+        quote = rest.startswith(">")
+        if m:
+            empty = m.end() == len(rest)
+            if para and (empty or (m.group(2) is not None and m.group(2) != "1")):
+                m = None  # cannot interrupt a paragraph: a continuation line
+        if m or quote:
+            if table:
+                close()
+            if m:
+                lists = [c for c in lists if c <= cols]
+                spaces = _indent(rest[len(m.group(1)):])[0]
+                width = len(m.group(1)) + (1 if spaces > 4 or m.end() == len(rest) else spaces)
+                lists.append(cols + width)
+            para.append((s, e))
+            para_plain = False
+            i += 1
+            continue
+
+        if table:
+            table.append((s, e))
+        else:
+            if not para:
+                lists = [c for c in lists if c <= cols]
+            para.append((s, e))
+        i += 1
+    close()
+    return tuple(out)
+
+
+def blocks_in(text: str, start: int, end: int) -> list[Block]:
+    """The blocks of the whole ``text`` that overlap ``[start, end)``, clipped to it.
+
+    Scanning the whole text (cached) rather than the slice keeps a block's
+    kind independent of where a caller cuts.
+    """
+    all_blocks = scan_blocks(text)
+    i = max(bisect.bisect_right(_starts(text), start) - 1, 0)
+    out: list[Block] = []
+    for k in range(i, len(all_blocks)):
+        b = all_blocks[k]
+        if b.start >= end:
+            break
+        if b.end <= start:
+            continue
+        if start <= b.start and b.end <= end:
+            out.append(b)
+            continue
+        cs, ce = max(b.start, start), min(b.end, end)
+        lines = [(max(a, start), min(z, end)) for a, z in b.lines if a < end and z >= start]
+        lines = [(a, z) for a, z in lines if a <= z]
+        if cs < ce and lines:
+            out.append(Block(cs, ce, b.kind, lines, b.level, b.title, b.fence, b.closed))
+    return out
+
+
+@lru_cache(maxsize=8)
+def _starts(text: str) -> list[int]:
+    return [b.start for b in scan_blocks(text)]
