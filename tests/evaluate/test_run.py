@@ -9,7 +9,7 @@ from ir_measures import RR, R, Success, nDCG
 
 from ragtune import ConfigError, load_corpus, load_golden
 from ragtune.errors import RagtuneError
-from ragtune.evaluate import Run, load_run, load_runs
+from ragtune.evaluate import Run, compare, load_run, load_runs
 from tests.helpers import write_jsonl
 
 MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "hit@5": Success @ 5, "mrr": RR, "ndcg@10": nDCG @ 10}
@@ -67,9 +67,13 @@ def test_load_eval_json_and_sweep_folder(tmp_path):
         qs = eval_dict(ranks)["questions"]
         configs.append({"key": key, "label": label, "metrics": {},
                         "questions": [{k: q[k] for k in ("id", "answerable", "first_hit_rank", "scores")} for q in qs]})
-    (sweep / "results.json").write_text(json.dumps({"ks": [5, 10, 20], "configs": configs}))
+    (sweep / "results.json").write_text(json.dumps({"ks": [5, 10, 20], "baseline": "k2", "configs": configs}))
     runs = load_runs(sweep)
     assert [r.name for r in runs] == ["best", "worst"]
+    assert [r.meta["sweep_baseline"] for r in runs] == [False, True]
+    # one path, one run per configuration; "baseline" picks the sweep's baseline configuration
+    rep = compare([sweep], baseline="baseline", metrics="recall@10", samples=200)
+    assert rep.baseline == "worst" and rep.row("best", "recall@10").fixed == ("q01",)
     assert runs[1].values("recall@10") == {"q00": 1.0, "q01": 0.0, "q02": 1.0}
     assert runs[1].first_hit_ranks["q01"] is None
     assert load_run(sweep).name == "best"  # top-ranked by default

@@ -360,7 +360,9 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None, baselin
     ``to_dict()``) or paths (eval JSON, sweep folder or results.json, which adds one
     run per configuration, or a TREC run file scored against ``golden``, with
     ``corpus`` when its hits are not golden anchors), or a ``{name: run}`` mapping.
-    Names must be unique. ``baseline`` is a name or an index; default the first run.
+    Names must be unique. ``baseline`` is a name or an index, default the first run;
+    ``"baseline"`` (when no run has that name) picks the baseline configuration of
+    the one sweep among the inputs.
     Every run must have each of ``metrics`` for the same answerable questions.
 
     For each system and metric: the mean with a percentile bootstrap CI
@@ -412,8 +414,11 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None, baselin
         base_i = baseline % len(run_list)
     elif baseline in names:
         base_i = names.index(baseline)
+    elif baseline == "baseline" and sum(bool(r.meta.get("sweep_baseline")) for r in run_list) == 1:
+        base_i = next(i for i, r in enumerate(run_list) if r.meta.get("sweep_baseline"))
     else:
-        raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}")
+        raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}"
+                          + ("" if baseline == "baseline" else "; or 'baseline' for a sweep's baseline"))
     base = run_list[base_i]
     ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
     for r in ordered[1:]:

@@ -45,7 +45,9 @@ class Run:
     1-based rank of its first relevant result (``None`` if none was
     retrieved); ``rankings`` the retrieved ids in order, where known (an
     eval result keeps the top ``max(ks)`` anchors, a sweep's results.json
-    keeps none). ``ks`` are the cut-offs the run was scored at.
+    keeps none). ``ks`` are the cut-offs the run was scored at; ``meta`` holds
+    where it came from (for a sweep configuration: ``key`` and
+    ``sweep_baseline``, true for the sweep's baseline).
     """
 
     name: str
@@ -54,6 +56,7 @@ class Run:
     rankings: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     ks: tuple[int, ...] = DEFAULT_KS
     source: str | None = None
+    meta: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -65,6 +68,7 @@ class Run:
         object.__setattr__(self, "first_hit_ranks", MappingProxyType(ranks))
         object.__setattr__(self, "rankings", MappingProxyType({str(q): tuple(r) for q, r in self.rankings.items()}))
         object.__setattr__(self, "ks", tuple(sorted({int(k) for k in self.ks})) or DEFAULT_KS)
+        object.__setattr__(self, "meta", MappingProxyType(dict(self.meta)))
 
     @property
     def question_ids(self) -> tuple[str, ...]:
@@ -97,7 +101,8 @@ class Run:
     # -- loaders ---------------------------------------------------------------
 
     @classmethod
-    def from_result(cls, result: Any, *, name: str = "run", source: str | None = None) -> Run:
+    def from_result(cls, result: Any, *, name: str = "run", source: str | None = None,
+                    meta: Mapping[str, Any] | None = None) -> Run:
         """A run from an :class:`EvalResult` or its ``to_dict()`` (a sweep record's ``result`` too)."""
         if hasattr(result, "to_dict") and not isinstance(result, Mapping):
             result = result.to_dict()
@@ -122,7 +127,7 @@ class Run:
             raise ConfigError(f"{source or name}: duplicate question id(s) {_few(dupes)}; every question must "
                               "appear once (fix the golden set with `ragtune golden check`)")
         ks = (result.get("config") or {}).get("ks") or DEFAULT_KS
-        return cls(name, scores, ranks, rankings, tuple(ks), source)
+        return cls(name, scores, ranks, rankings, tuple(ks), source, meta or {})
 
     @classmethod
     def from_trec(cls, path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, name: str | None = None,
@@ -265,15 +270,17 @@ def _sweep_runs(p: Path, data: Mapping[str, Any], config: str | None) -> list[Ru
             raise ConfigError(f"{p}: no configuration {config!r}; keys: {', '.join(c['key'] for c in data['configs'])}")
     runs = []
     for c in configs:
+        meta = {"key": c["key"], "sweep_baseline": c["key"] == data.get("baseline")}
         questions = c.get("questions")
         run_file = p.parent / "runs" / f"{c['key']}.json"
         if questions is None and run_file.exists():
-            runs.append(Run.from_result(_read_json(run_file)["result"], name=c["label"], source=str(run_file)))
+            runs.append(Run.from_result(_read_json(run_file)["result"], name=c["label"], source=str(run_file),
+                                        meta=meta))
             continue
         if questions is None:
             raise ConfigError(f"{p}: configuration {c['key']!r} has no per-question scores and {run_file} is missing")
         result = {"questions": [{"answerable": True, **q} for q in questions], "config": {"ks": data.get("ks")}}
-        runs.append(Run.from_result(result, name=c["label"], source=f"{p}#{c['key']}"))
+        runs.append(Run.from_result(result, name=c["label"], source=f"{p}#{c['key']}", meta=meta))
     return runs
 
 
@@ -302,7 +309,8 @@ def load_runs(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any =
         if "questions" in data and "metrics" in data:  # eval --json
             runs = [Run.from_result(data, name=p.stem, source=str(p))]
         elif "result" in data and "spec" in data:  # one sweep run
-            runs = [Run.from_result(data["result"], name=data.get("label") or p.stem, source=str(p))]
+            runs = [Run.from_result(data["result"], name=data.get("label") or p.stem, source=str(p),
+                                    meta={"key": data.get("key")})]
         elif "configs" in data:  # sweep results.json
             runs = _sweep_runs(p, data, config)
             is_sweep = True
