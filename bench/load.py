@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
 def percentiles(lat: list[float]) -> dict:
     a = np.asarray(lat) * 1000
     return {"n": int(a.size), **{f"p{q}_ms": float(np.percentile(a, q)) if a.size else None for q in (50, 95, 99)},
-            "max_ms": float(a.max()) if a.size else None}
+            "max_ms": float(a.max()) if a.size else None, "over_100ms": int((a > 100).sum())}
 
 
 def run(args, questions, work: Path, rt, IndexConfig, IndexStore, build_version) -> int:
@@ -175,13 +175,16 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     except (urllib.error.URLError, OSError):
         telemetry = None
 
-    figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever}
+    figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever,
+                     "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
     for path, rows in results.items():
         figures[path] = {"requests": len(rows), "errors": errors[path], "per_s": len(rows) / wall,
                          **percentiles([dt for _, dt in rows])}
+        if rows:  # when the slowest request started, in seconds from the start (compare with log_lock)
+            figures[path]["max_at_s"] = max(rows, key=lambda r: r[1])[0] - start
     if window:
         lo, hi = window[0], window[-1]
-        figures["log_lock"] = {"seconds": hi - lo, **{
+        figures["log_lock"] = {"seconds": hi - lo, "from_s": lo - start, **{
             path: percentiles([dt for t, dt in results[path] if lo <= t <= hi]) for path in ("/health", "/search",
                                                                                              "/answer")}}
     figures["telemetry"] = telemetry
