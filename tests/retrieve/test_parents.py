@@ -18,9 +18,12 @@ class ListRetriever:
     def __init__(self, children):
         self.children = children
         self.calls = []
+        self.queries = []
+        self.config = {"inner": True}
 
     def search(self, query, k=10, filters=None):
         self.calls.append((k, filters))
+        self.queries.append(query)
         hits = tuple(Hit(c, 100.0 - i) for i, c in enumerate(self.children[:k]))
         return Ranking(query, hits, {"list": 0.5})
 
@@ -59,3 +62,22 @@ def test_fewer_parents_than_k_returns_them_all_and_stops():
 def test_children_without_parent_are_refused():
     with pytest.raises(ConfigError, match="small_to_big"):
         ParentRetriever(ListRetriever([chunk("a")]), PARENTS).search("q", k=1)
+
+
+def test_depth_grows_fourfold_as_documented_and_the_query_is_passed_on():
+    children = [chunk(f"a{i}", "P0") for i in range(100)] + [chunk("b", "P1")]
+    inner = ListRetriever(children)
+    retriever = ParentRetriever(inner, PARENTS)
+    ranking = retriever.search("the query", k=2)
+    assert [k for k, _ in inner.calls] == [8, 32, 128]  # 4x k, then 16x, then 64x (which holds every child)
+    assert inner.queries == ["the query"] * 3 and ranking.query == "the query"
+    assert [h.chunk.id for h in ranking.hits] == ["P0", "P1"]
+    assert 0 <= ranking.timings["parents"] < 60
+    assert retriever.name == "list>parents" and retriever.config == {"inner": True}
+
+
+def test_exactly_k_parents_in_the_first_pass_is_enough():
+    children = [chunk("a0", "P0"), chunk("b0", "P1")] + [chunk(f"a{i}", "P0") for i in range(1, 20)] + [chunk("c", "P2")]
+    inner = ListRetriever(children)
+    ranking = ParentRetriever(inner, PARENTS).search("q", k=2)
+    assert [h.chunk.id for h in ranking.hits] == ["P0", "P1"] and len(inner.calls) == 1

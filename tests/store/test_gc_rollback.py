@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from ragtune.errors import ConfigError
 from ragtune.store import IndexStore, StoreError
 
 
@@ -39,3 +40,17 @@ def test_gc_after_a_rollback_keeps_the_next_target(tmp_path):
     assert store.rollback().id == "v0001"
     with pytest.raises(StoreError, match="nothing to roll back to"):
         store.rollback()
+
+
+def test_gc_with_a_single_promoted_version(tmp_path):
+    store = make_store(tmp_path / "s", 3)
+    store.promote("v0001")  # no rollback target yet
+    assert store.gc(keep=1) == ["v0002"]
+    assert [v.id for v in store.list()] == ["v0001", "v0003"]
+
+
+def test_gc_keep_must_be_positive(tmp_path):
+    store = make_store(tmp_path / "s", 2)
+    with pytest.raises(ConfigError, match="--keep must be at least 1"):
+        store.gc(keep=0)
+    assert [v.id for v in store.list()] == ["v0001", "v0002"]

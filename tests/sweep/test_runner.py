@@ -1,4 +1,5 @@
 import json
+import re
 
 import pytest
 
@@ -101,8 +102,8 @@ def test_a_sweep_ranked_by_context_tokens_puts_the_smallest_first(setup):
 def test_interrupted_sweep_resumes_without_recomputing(setup, monkeypatch):
     corpus, golden, grid, out = setup
     built = []
-    real = runner_mod.build_retriever
-    monkeypatch.setattr(runner_mod, "build_retriever", lambda *a, **k: built.append(1) or real(*a, **k))
+    real = runner_mod.RETRIEVERS.build
+    monkeypatch.setattr(runner_mod.RETRIEVERS, "build", lambda *a, **k: built.append(1) or real(*a, **k))
 
     def stop_after_three(record, seen=[]):
         seen.append(record)
@@ -140,7 +141,8 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
                          'overlap = 0\n[grid]\nchunker = ["section", "fixed"]\nsize = [40]\noverlap = [0]\n')
     args = ["--corpus", corpus.root, "--golden", golden.source, "--grid", str(grid_file), "--out", str(out)]
     assert main(["sweep", *args, "--dry-run"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == 3
+    planned = [line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines() if re.match(r"[0-9a-f]{12}  ", line)]
+    assert sorted(planned) == sorted([BASE, F40, SEC])  # one line per configuration: key and label
     assert main(["sweep", *args]) == 0
     text = capsys.readouterr().out
     assert "(baseline)" in text and "report.html" in text
@@ -149,8 +151,8 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     # compare two plain eval outputs: 8-token windows against the default for markdown (whole sections, no prefix)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     common = ["--corpus", corpus.root, "--golden", golden.source, "--k", "1,5"]
-    assert main(["eval", *common, "--chunker", "fixed", "--size", "8", "--overlap", "0", "--json", str(a)]) == 0
-    assert main(["eval", *common, "--json", str(b)]) == 0
+    assert main(["eval", *common, "--chunker", "fixed", "--size", "8", "--overlap", "0", "--out", str(a)]) == 0
+    assert main(["eval", *common, "--out", str(b)]) == 0
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--metric", "recall@1", "--samples", "500", "--json"]) == 0
     c = json.loads(capsys.readouterr().out)
@@ -182,9 +184,9 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
         "import ragtune.sweep.runner as r\n"
         "from ragtune import load_corpus, load_golden\n"
         "from ragtune.sweep import parse_grid\n"
-        "real = r.build_retriever\n"
+        "real = r.RETRIEVERS.build\n"
         "def slow(*a, **k):\n    time.sleep(0.3)\n    return real(*a, **k)\n"
-        "r.build_retriever = slow\n"
+        "r.RETRIEVERS.build = slow\n"
         f"r.run_sweep(load_corpus({corpus.root!r}), load_golden({golden.source!r}), "
         f"parse_grid(json.load(open({str(grid_file)!r}))), {str(out)!r}, show_progress=False)\n"
     )
