@@ -233,7 +233,9 @@ class Report:
         if notes:
             lines += ["", "not significant:"] + [f"  {x}" for x in notes]
         lines += ["", f"* significant at alpha {self.alpha:g}" + ("" if self.correction == "none"
-                                                                  else f" after {self.correction} correction")]
+                                                                  else f" after {self.correction} correction"),
+                  "W/T/L: questions the system wins, ties and loses against the baseline; MDE: minimum detectable "
+                  f"effect (power {self.power:g})"]
         return "\n".join(lines)
 
     def to_markdown(self) -> str:

@@ -189,11 +189,7 @@ def _manifest_problem(m: Any) -> str | None:
             return f"manifest.json has no 'corpus.{key}'"
     if "files" in m and not isinstance(m["files"], dict):
         return "manifest.json has a malformed 'files'"
-    try:
-        IndexConfig.from_dict(m["config"])
-    except (RagtuneError, TypeError, ValueError) as e:
-        return f"manifest.json has an invalid config ({e})"
-    return None
+    return None  # the config itself is validated when the version is loaded
 
 
 def _files_problem(path: Path, m: Mapping[str, Any], *, hashes: bool) -> str | None:
