@@ -94,6 +94,10 @@ def test_a_real_full_disk(tmp_path):
         s = w.stats()
         assert s["written"] + s["failed"] + s["dropped"] == 300  # every row accounted for
         w.close()
+        err = io.StringIO()
+        late = TelemetryWriter(mnt / "new.sqlite", stderr=err)  # a server started on the full disk
+        assert not late.stats()["enabled"] and "telemetry disabled" in err.getvalue() and "full" in err.getvalue()
+        assert not late.submit(**ROW) and late.stats()["dropped"] == 1
     finally:
         subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 
