@@ -15,12 +15,18 @@ __version__ = "0.1.0"
 from .chunking import DocumentChunker, DocumentChunkerConfig, SectionChunker, SectionChunkerConfig, chunk_corpus, make_chunker
 from .corpus import Corpus, load_corpus
 from .errors import (
+    APIError,
     ConfigError,
     CorpusError,
     CorpusNotFoundError,
     GoldenSetError,
+    GridError,
     MissingDependencyError,
     RagtuneError,
+    StoreError,
+    SweepStateError,
+    TelemetryBusyError,
+    TelemetryError,
     UnknownAnchorError,
 )
 from .evaluate import EvalResult, QuestionResult, evaluate
@@ -32,6 +38,7 @@ from .types import Chunk, Document, Hit, Ranking, Section
 
 __all__ = [
     "__version__",
+    "APIError",
     "BM25Config",
     "BM25Retriever",
     "Chunk",
@@ -47,6 +54,7 @@ __all__ = [
     "GoldenReport",
     "GoldenSet",
     "GoldenSetError",
+    "GridError",
     "Hit",
     "MissingDependencyError",
     "Pipeline",
@@ -59,6 +67,10 @@ __all__ = [
     "Section",
     "SectionChunker",
     "SectionChunkerConfig",
+    "StoreError",
+    "SweepStateError",
+    "TelemetryBusyError",
+    "TelemetryError",
     "UnknownAnchorError",
     "build_retriever",
     "check_golden",

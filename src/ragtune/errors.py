@@ -1,15 +1,22 @@
 """The ragtune exception tree.
 
-Every error ragtune raises on purpose derives from :class:`RagtuneError`, and
-also from the built-in exception a caller would naturally catch::
+Every error ragtune raises on purpose is defined here, derives from
+:class:`RagtuneError`, and also from the built-in exception a caller would
+naturally catch::
 
     RagtuneError
-     +-- ConfigError          (ValueError)    an option or configuration is invalid
-     +-- CorpusError          (ValueError)    a corpus file is malformed or empty
-     +-- CorpusNotFoundError  (FileNotFoundError)  a corpus path does not exist
-     +-- GoldenSetError       (ValueError)    a golden set file is malformed
-     +-- UnknownAnchorError   (KeyError)      an anchor names nothing in the corpus
-     +-- MissingDependencyError (ImportError) an optional extra is not installed
+     +-- ConfigError            (ValueError)         an option or configuration is invalid
+     +-- CorpusError            (ValueError)         a corpus file is malformed or empty
+     +-- CorpusNotFoundError    (FileNotFoundError)  a corpus or golden-set path does not exist
+     +-- GoldenSetError         (ValueError)         a golden set file is malformed
+     +-- UnknownAnchorError     (KeyError)           an anchor names nothing in the corpus
+     +-- MissingDependencyError (ImportError)        an optional extra is not installed
+     +-- GridError              (ValueError)         a sweep grid file is invalid
+     +-- SweepStateError        (ValueError)         a sweep folder holds another corpus's or golden set's results
+     +-- StoreError             (ValueError)         an index store or version is missing, damaged or incompatible
+     +-- APIError               (ConnectionError)    a remote API failed after retries or answered nonsense
+     +-- TelemetryError         (OSError)            the telemetry log cannot be opened or written
+          +-- TelemetryBusyError                     another connection holds the log's lock too long
 
 Messages say what was received, what was expected, and how to fix it.
 """
@@ -24,6 +31,12 @@ __all__ = [
     "GoldenSetError",
     "UnknownAnchorError",
     "MissingDependencyError",
+    "GridError",
+    "SweepStateError",
+    "StoreError",
+    "APIError",
+    "TelemetryError",
+    "TelemetryBusyError",
 ]
 
 
@@ -56,3 +69,27 @@ class UnknownAnchorError(RagtuneError, KeyError):
 
 class MissingDependencyError(RagtuneError, ImportError):
     """An optional dependency is missing; the message names the pip command."""
+
+
+class GridError(RagtuneError, ValueError):
+    """A grid file is invalid; the message lists every problem found."""
+
+
+class SweepStateError(RagtuneError, ValueError):
+    """The output folder holds results of a different corpus or golden set."""
+
+
+class StoreError(RagtuneError, ValueError):
+    """The store is missing, a version is unknown or damaged, or an operation would mix incompatible indexes."""
+
+
+class APIError(RagtuneError, ConnectionError):
+    """A remote API failed after retries, or answered something unusable."""
+
+
+class TelemetryError(RagtuneError, OSError):
+    """The telemetry log could not be opened or written (the answer itself is unaffected)."""
+
+
+class TelemetryBusyError(TelemetryError):
+    """Another connection holds a lock on the log beyond the busy timeout (try again later)."""

@@ -14,13 +14,9 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import RagtuneError
+from .errors import APIError
 
 __all__ = ["APIError", "JSONClient"]
-
-
-class APIError(RagtuneError, RuntimeError):
-    """A remote API failed after retries, or answered something unusable."""
 
 
 @dataclass
@@ -63,6 +59,8 @@ class JSONClient:
                     raise APIError(f"{url}: {last}") from None
                 wait = e.headers.get("Retry-After") if e.headers else None
                 delay = float(wait) if wait and wait.replace(".", "", 1).isdigit() else self.backoff * 2 ** attempt
+            except APIError:  # a ConnectionError too, but the server answered: no retry
+                raise
             except (urllib.error.URLError, TimeoutError, OSError) as e:
                 last = f"{type(e).__name__}: {getattr(e, 'reason', e)}"
                 delay = self.backoff * 2 ** attempt

@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import RagtuneError
+from ..errors import TelemetryBusyError, TelemetryError
 
 __all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "make_row", "parse_since"]
 
@@ -53,14 +53,6 @@ CREATE INDEX IF NOT EXISTS answers_outcome ON answers (outcome);
 """
 _COLUMNS = ("ts", "query", "version", "filters", "outcome", "reason", "retrieved", "latency_ms", "source")
 _INSERT = f"INSERT INTO answers ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))})"
-
-
-class TelemetryError(RagtuneError, OSError):
-    """The telemetry log could not be opened or written (the answer itself is unaffected)."""
-
-
-class TelemetryBusyError(TelemetryError):
-    """Another connection holds a lock on the log beyond the busy timeout (try again later)."""
 
 
 def _is_busy(e: BaseException) -> bool:

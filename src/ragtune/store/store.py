@@ -50,7 +50,7 @@ import numpy as np
 from .. import __version__
 from ..config import Config, check_choice
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, RagtuneError
+from ..errors import ConfigError, RagtuneError, StoreError
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
@@ -58,10 +58,6 @@ __all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "doc_hash"]
 
 _VERSION_NAME = re.compile(r"^v\d+$")
 _POINTER_TMP = re.compile(r"^\.(CURRENT|history\.json)\.tmp\d+$")
-
-
-class StoreError(RagtuneError, ValueError):
-    """The store is missing, a version is unknown or damaged, or an operation would mix incompatible indexes."""
 
 
 # A version is built from a PipelineConfig (chunking, first stage, embedder); rerank and filter apply at query time.

@@ -38,7 +38,7 @@ from typing import Any
 
 import yaml
 
-from ..errors import ConfigError, RagtuneError
+from ..errors import ConfigError, GridError
 from ..pipeline import PipelineConfig
 
 __all__ = ["RunSpec", "Grid", "load_grid", "parse_grid", "GridError"]
@@ -47,10 +47,6 @@ __all__ = ["RunSpec", "Grid", "load_grid", "parse_grid", "GridError"]
 RunSpec = PipelineConfig
 TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "baseline", "grid")
 METRIC_NAMES = ("recall", "hit", "precision", "mrr", "ndcg", "context_tokens")
-
-
-class GridError(RagtuneError, ValueError):
-    """A grid file is invalid; the message lists every problem found."""
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,13 @@ from typing import Any
 
 from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
-from ..errors import RagtuneError
+from ..errors import SweepStateError
 from ..golden import GoldenSet
 from ..pipeline import Resources, build_pipeline, run_eval
 from ..registry import CHUNKERS, RETRIEVERS
 from .grid import Grid, RunSpec
 
 __all__ = ["run_sweep", "golden_fingerprint", "SweepStateError"]
-
-
-class SweepStateError(RagtuneError, ValueError):
-    """The output folder holds results of a different corpus or golden set."""
 
 
 def golden_fingerprint(golden: GoldenSet) -> str:
