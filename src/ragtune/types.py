@@ -2,6 +2,9 @@
 
 All are frozen dataclasses. Character spans are ``[start, end)`` offsets into
 ``Document.text``; a chunk's ``text`` is always ``document.text[start:end]``.
+For a document loaded from a file, ``Document.text`` has the length of the
+file's text and differs from it only where front matter was blanked out, so
+spans are offsets into the source file as well (see :class:`Document`).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class Section:
     start: int
     end: int
     own_end: int
+    explicit_id: str | None = None  # the id written in the heading (``{#id}``), before de-duplication
 
     @property
     def anchor(self) -> str:
@@ -40,8 +44,17 @@ class Section:
 class Document:
     """One source document.
 
-    ``text`` is the indexed body: for markdown, the file without its YAML
-    front matter (``text_offset`` characters were removed from the front).
+    ``text`` is what gets indexed. For a markdown file it is the file's text
+    with its YAML front matter blanked out (each character of the block but
+    line endings replaced by a space), so every span ``[start, end)`` into
+    ``text`` is also a span into the file: ``source_span`` opens and
+    highlights the right characters, and line numbers match. The file's text
+    here is its bytes decoded as UTF-8 with a leading byte-order mark dropped
+    and line endings kept (``open(path, encoding="utf-8-sig", newline="")``).
+
+    ``text_offset`` is added to a span to get file offsets; it is 0 for every
+    document ragtune loads now, and non-zero only in indexes built by
+    versions that cut the front matter off instead of blanking it.
     """
 
     id: str
@@ -51,6 +64,10 @@ class Document:
     sections: tuple[Section, ...] = ()
     source: str | None = None
     text_offset: int = 0
+
+    def source_span(self, start: int, end: int) -> tuple[int, int]:
+        """The span ``[start, end)`` of ``text`` as offsets into the source file."""
+        return start + self.text_offset, end + self.text_offset
 
     def section_at(self, pos: int) -> Section | None:
         """The most specific section containing character ``pos``."""

@@ -3,7 +3,10 @@
 Anchors follow what readers already see on GitHub and MkDocs: a heading's
 explicit id (``## Refunds {#refunds}``, ``{ #refunds .class }``) when it has
 one, else the GitHub slug of its rendered text, de-duplicated with ``-1``,
-``-2``. Headings inside fenced code blocks are ignored.
+``-2``. An explicit id written on two headings of one document is
+de-duplicated the same way (the second ``{#same}`` becomes ``same-1``), and
+``golden check`` reports it. What is a heading (and what is code) is decided
+by :mod:`ragtune.corpus.blocks`, the scanner the markdown chunker uses too.
 """
 
 from __future__ import annotations
@@ -165,9 +168,13 @@ def parse_markdown(text: str, *, doc_id: str, source: str | None = None) -> Pars
         if h.explicit_id:
             slugger.reserve(h.explicit_id)
     ids: list[str] = []
+    claimed: set[str] = set()
     for h in headings:
-        if h.explicit_id:
+        if h.explicit_id and h.explicit_id not in claimed:
             ids.append(h.explicit_id)
+            claimed.add(h.explicit_id)
+        elif h.explicit_id:  # the same {#id} written twice: numbered like a duplicate slug
+            ids.append(slugger.unique(h.explicit_id))
         else:
             ids.append(slugger.unique(slugify(strip_inline_markdown(h.title)) or "section"))
 
@@ -184,7 +191,7 @@ def parse_markdown(text: str, *, doc_id: str, source: str | None = None) -> Pars
         parent = stack[-1][1].anchor if stack else None
         section = Section(
             doc_id=doc_id, id=ids[i], title=title, level=h.level, heading_path=path,
-            parent=parent, start=h.offset, end=end, own_end=own_end,
+            parent=parent, start=h.offset, end=end, own_end=own_end, explicit_id=h.explicit_id,
         )
         sections.append(section)
         stack.append((h.level, section))
