@@ -155,6 +155,11 @@ class PipelineHolder:
                                  name=f"ragtune-load-{current}").start()
         return self._current
 
+    def load_errors(self) -> dict[str, str]:
+        """The last load error of each version that failed and has not loaded since."""
+        with self._lock:
+            return dict(self.failed)
+
     def problems(self) -> list[str]:
         """Why the served version is not the current one (empty when it is)."""
         try:
@@ -350,7 +355,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     @app.get("/versions", dependencies=[Depends(check_key)])
     def versions() -> dict[str, Any]:
         cur = store.current_id()
-        return {"current": cur, "serving": holder.version, "load_errors": dict(holder.failed),
+        return {"current": cur, "serving": holder.version, "load_errors": holder.load_errors(),
                 "telemetry": writer.stats(),
                 "versions": [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
                               "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]}
