@@ -49,3 +49,24 @@ def test_inputs_not_mutated():
 def test_empty_relevant_set_is_nan():
     assert math.isnan(recall_at_k(np.array([]), 5))
     assert math.isnan(ndcg_at_k(np.array([]), np.array([]), 10))
+
+
+def test_no_relevant_anchor_gives_nan_not_zero():
+    empty = np.array([], dtype=np.float64)
+    for value in (recall_at_k(empty, 5), hit_at_k(empty, 5), reciprocal_rank(empty), ndcg_at_k(empty, empty, 10)):
+        assert math.isnan(value)
+
+
+def test_single_anchor_cut_offs_are_inclusive():
+    one = np.array([10.0])
+    assert hit_at_k(one, 10) == 1.0 and hit_at_k(one, 9) == 0.0
+    assert recall_at_k(one, 10) == 1.0 and recall_at_k(one, 9) == 0.0
+    assert math.isclose(ndcg_at_k(one, np.ones(1), 10), 1 / math.log2(11))  # rank 10 counts, discounted
+    assert ndcg_at_k(np.array([12.0]), np.ones(1), 10) == 0.0  # found, but below the cut-off
+
+
+def test_ndcg_with_small_and_zero_grades():
+    # one anchor of grade 0.5 at rank 1: ideal, though IDCG is below 1
+    assert ndcg_at_k(np.array([1.0]), np.array([0.5]), 10) == 1.0
+    # grades all zero: nothing to gain, the score is 0 (not NaN, not 1)
+    assert ndcg_at_k(np.array([1.0, 2.0]), np.zeros(2), 10) == 0.0
