@@ -102,7 +102,7 @@ def _coerce(owner: str, name: str, value: Any, hint: Any) -> Any:
             raise ConfigError(f"{owner}: {name} must be a number, got {value!r}")
         if value != value or value in (float("inf"), float("-inf")):
             raise ConfigError(f"{owner}: {name} must be a finite number, got {value!r}")
-        return float(value) if isinstance(value, int) else value
+        return value
     if hint is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{owner}: {name} must be an integer, got {value!r}")
@@ -150,3 +150,28 @@ def read_config_file(path: str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise ConfigError(f"{p}: expected a table of flag names, e.g. chunker = \"markdown\"")
     return data
+
+
+def parse_number(text: Any, kind: type = int, lo: float | None = None, hi: float | None = None) -> Any:
+    """A number from a flag or a query string (``kind`` int or float, finite, within [lo, hi]); ConfigError says
+    what was expected."""
+    import math
+
+    try:
+        v = kind(text)
+    except (TypeError, ValueError):
+        raise ConfigError(f"expected {'an integer' if kind is int else 'a number'}, got {text!r}") from None
+    if kind is float and not math.isfinite(v):
+        raise ConfigError(f"expected a finite number, got {text!r}")
+    if (lo is not None and v < lo) or (hi is not None and v > hi):
+        expected = f"{lo}..{hi}" if lo is not None and hi is not None else (f">= {lo}" if lo is not None else f"<= {hi}")
+        raise ConfigError(f"{text} is out of range: expected {expected}")
+    return v
+
+
+def parse_list(text: str, kind: type = int, lo: float | None = None, hi: float | None = None) -> list[Any]:
+    """Comma-separated numbers (``5,10,20``), each checked by :func:`parse_number`."""
+    values = [parse_number(x.strip(), kind, lo, hi) for x in str(text).split(",") if x.strip()]
+    if not values:
+        raise ConfigError(f"expected comma-separated numbers like 5,10,20, got {text!r}")
+    return values

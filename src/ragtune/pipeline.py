@@ -31,7 +31,7 @@ from .retrieve.rerank import RerankedRetriever, Reranker
 from .types import Chunk
 
 __all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "build_pipeline", "run_eval", "default_chunker",
-           "build_retriever", "build_reranker", "option_owners"]
+           "build_retriever", "build_reranker", "option_owners", "open_pipeline", "compare_candidates"]
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
@@ -482,6 +482,38 @@ def build_reranker(name: str, model: str | None = None, **options: Any) -> Reran
     return RERANKERS.build(name, options={**options, **({"model": model} if model else {})})
 
 
+def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None = None,
+                  flags: Mapping[str, Any] | None = None, candidates: int = 50, show_progress: bool = False) -> Pipeline:
+    """The pipeline ``flags`` describe, built over ``corpus`` (a path or :class:`Corpus`), or loaded from an index
+    ``store`` (path), whose version fixes chunking, retrieval and the embedder: flags contradicting it are refused,
+    a reranker (``rerank``, ``rerank_*``) may be added."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    if version and not store:
+        raise ConfigError("--version selects a version of --store; give --store too")
+    if store is None:
+        if corpus is None:
+            raise ConfigError("--corpus is required (or --store for a built index)")
+        if not isinstance(corpus, Corpus):
+            from .corpus import load_corpus
+
+            corpus = load_corpus(corpus)
+        config = PipelineConfig.from_flags({**flags, "candidates": candidates})
+        return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+    if corpus is not None:
+        raise ConfigError("give --corpus or --store, not both")
+    bad = ["--" + k.replace("_", "-") for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
+    if bad:
+        raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
+                          f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
+    from .store import IndexStore, load_pipeline
+
+    p = load_pipeline(IndexStore(store), version, show_progress=show_progress)
+    if not flags:
+        return p
+    cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})
+    return p.with_reranker(RERANKERS.build(cfg.rerank, options=cfg.reranker_config()), candidates)
+
+
 def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAULT_KS, depth: int = 100,
              filters: Any = None, show_progress: bool = False) -> EvalResult:
     config = {**pipeline.describe(), "golden": golden.source}
@@ -489,3 +521,13 @@ def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAU
         config["filter"] = str(filters)
     return evaluate(pipeline.retriever, golden, pipeline.corpus, ks=ks, depth=depth, config=config,
                     filters=filters, show_progress=show_progress)
+
+
+def compare_candidates(pipeline: Pipeline, golden: GoldenSet, candidates: Sequence[int], **eval_options: Any) -> list[dict]:
+    """Quality and latency of reranking per shortlist size, with a no-rerank row first (same index throughout)."""
+    from .render import candidate_row
+
+    rows = [candidate_row("none", run_eval(pipeline.with_reranker(None), golden, **eval_options))]
+    rows += [candidate_row(n, run_eval(pipeline.with_reranker(pipeline.reranker, n), golden, **eval_options))
+             for n in candidates]
+    return rows

@@ -148,3 +148,27 @@ def render_diff(d: Mapping[str, Any]) -> str:
     if d["embedding"]:
         lines.append(f"  embedding: {d['embedding']['from']} -> {d['embedding']['to']}")
     return "\n".join(lines)
+
+
+def render_golden_report(report: Any, source: str, n_docs: int) -> str:
+    if not report.ok:
+        return f"{len(report.problems)} problem(s) in {source}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
+    s = report.summary
+    tags = ", ".join(f"{t} {n}" for t, n in s["tags"].items()) or "none"
+    return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
+            f"{s['relevant_anchors']} relevant anchors, all found in {n_docs} documents\ntags: {tags}")
+
+
+def render_anchors(rows: Sequence[Mapping[str, Any]]) -> str:
+    return "\n".join(f"{'  ' * len(r['heading_path'])}{r['anchor']}  ({r['title']})" for r in rows)
+
+
+def render_built(v: Any, current: str | None, stats: Mapping[str, Any] | None = None) -> str:
+    m = v.manifest
+    if stats is None:
+        return (f"built {v.id}: {m['chunks']} chunks from {m['corpus']['documents']} documents in {m['build_s']:.1f} s; "
+                f"current: {current}")
+    return (f"refreshed into {v.id} (from {m['parent_version']}): {len(stats['added'])} added, "
+            f"{len(stats['changed'])} changed, {len(stats['removed'])} removed; {stats['chunks_new']} chunks new, "
+            f"{stats['chunks_reused']} reused, {stats.get('texts_embedded', 0)} texts embedded, {m['build_s']:.2f} s; "
+            f"current: {current}")

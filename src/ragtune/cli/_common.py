@@ -5,64 +5,38 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import types
 import typing
 from typing import Any
 
+from ..config import parse_list, parse_number
 from ..errors import ConfigError
 from ..pipeline import PIPELINE_KEYS, RERANK_PREFIX, _option_types, option_owners
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS
 
 
-def int_in(lo: int, hi: int | None = None):
-    def parse(text: str) -> int:
+def typed(parse, *spec):
+    """An argparse ``type`` from a library parser: its ConfigError becomes argparse's one-line error."""
+    def parse_flag(text: str):
         try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if v < lo or (hi is not None and v > hi):
-            raise argparse.ArgumentTypeError(f"{v} is out of range: expected {lo}..{hi}" if hi is not None
-                                             else f"{v} is out of range: expected an integer >= {lo}")
-        return v
-    return parse
+            return parse(text, *spec)
+        except ConfigError as e:
+            raise argparse.ArgumentTypeError(str(e)) from None
+    return parse_flag
 
 
-def finite_float(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(v):
-        raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
-    return v
+def int_in(lo: int, hi: int | None = None):
+    return typed(parse_number, int, lo, hi)
 
 
 def float_in(lo: float, hi: float):
-    def parse(text: str) -> float:
-        v = finite_float(text)
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"{v} is out of range: expected {lo}..{hi}")
-        return v
-    return parse
+    return typed(parse_number, float, lo, hi)
 
 
-def int_list(text: str) -> list[int]:
-    parse = int_in(1, 100_000)
-    values = [parse(x.strip()) for x in text.split(",") if x.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated positive integers like 5,10,20, got {text!r}")
-    return values
-
-
-def float_list(text: str) -> list[float]:
-    values = [finite_float(x.strip()) for x in text.split(",") if x.strip()]
-    if not values:
-        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 1,0.5, got {text!r}")
-    return values
-
-
+finite_float = typed(parse_number, float)
+int_list = typed(parse_list, int, 1, 100_000)
+float_list = typed(parse_list, float)
 K = int_in(1, 10_000)
 
 
@@ -71,17 +45,24 @@ def add_output(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--out", metavar="FILE", help=f"write {what} as JSON to FILE")
 
 
-def write_json(path: str, data: Any) -> None:
+def _write(path: str, text: str) -> None:
     import os
 
     try:
         if os.path.dirname(path):
             os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            json.dump(data, f, indent=2, ensure_ascii=False, default=str)
-            f.write("\n")
+            f.write(text)
     except OSError as e:
         raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
+
+
+def write_json(path: str, data: Any) -> None:
+    _write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def write_jsonl(path: str, rows: list) -> None:
+    _write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> None:
@@ -172,41 +153,14 @@ def filters(args: argparse.Namespace) -> str | None:
     return args.filter[0] if len(args.filter) == 1 else " and ".join(f"({f})" for f in args.filter)
 
 
-def load_pipeline(args: argparse.Namespace, candidates: int | None = None):
-    """The pipeline the flags describe: built from --corpus, or loaded from --store (whose version fixes
-    chunking, retrieval and the embedder: contradicting flags are refused)."""
-    from ..corpus import load_corpus
-    from ..pipeline import Resources, build_pipeline
+def load_pipeline(args: argparse.Namespace):
+    """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.pipeline.open_pipeline`)."""
+    from ..pipeline import open_pipeline
 
-    given = getattr(args, "candidates", None)
-    if given and not args.rerank:
+    if getattr(args, "candidates", None) and not args.rerank:
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
-    candidates = candidates or (given[0] if given else 50)
-    if args.store_version and not args.store:
-        raise ConfigError("--version selects a version of --store; give --store too")
-    if args.store:
-        if args.corpus:
-            raise ConfigError("give --corpus or --store, not both")
-        bad = ["--" + k.replace("_", "-") for k in pipeline_flags(args) if k not in ("rerank",)
-               and not k.startswith(RERANK_PREFIX)]
-        if bad:
-            raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
-                              f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
-        from ..store import IndexStore, load_pipeline as load
-
-        p = load(IndexStore(args.store), args.store_version, show_progress=True)
-        if args.rerank:
-            from ..pipeline import PipelineConfig
-            from ..registry import RERANKERS as R
-
-            cfg = PipelineConfig.from_flags({**p.config.to_dict(), **pipeline_flags(args), "candidates": candidates})
-            p = p.with_reranker(R.build(cfg.rerank, options=cfg.reranker_config()), candidates)
-        return p
-    if not args.corpus:
-        raise ConfigError("--corpus is required (or --store for a built index)")
-    corpus = load_corpus(args.corpus)
-    config = pipeline_config(args, candidates=candidates)
-    return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=True))
+    return open_pipeline(corpus=args.corpus, store=args.store, version=args.store_version, flags=pipeline_flags(args),
+                         candidates=(args.candidates or [50])[0], show_progress=True)
 
 
 class Parser(argparse.ArgumentParser):

@@ -5,35 +5,30 @@ from __future__ import annotations
 import json
 import time
 
-from ._common import add_chunker_flags, add_output, emit, int_in, pipeline_config
+from ._common import add_chunker_flags, add_output, emit, int_in, pipeline_config, write_jsonl
 
 
 def cmd_golden_check(args) -> int:
     from ..corpus import load_corpus
     from ..golden import check_golden, load_golden
+    from ..render import render_golden_report
 
     corpus = load_corpus(args.corpus)
     report = check_golden(load_golden(args.golden, split=args.split), corpus)
-    s = report.summary
-    if not report.ok:
-        text = f"{len(report.problems)} problem(s) in {args.golden}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
-    else:
-        tags = ", ".join(f"{t} {n}" for t, n in s["tags"].items()) or "none"
-        text = (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
-                f"{s['relevant_anchors']} relevant anchors, all found in {len(corpus)} documents\ntags: {tags}")
-    emit(args, report.to_dict(), text)
+    emit(args, report.to_dict(), render_golden_report(report, args.golden, len(corpus)))
     return 0 if report.ok else 1
 
 
 def cmd_anchors(args) -> int:
     from ..corpus import load_corpus
+    from ..render import render_anchors
 
     corpus = load_corpus(args.corpus)
     rows = []
     for d in ([corpus[args.doc]] if args.doc else list(corpus)):
         rows.append({"anchor": d.id, "title": d.title, "heading_path": []})
         rows.extend({"anchor": s.anchor, "title": s.title, "heading_path": list(s.heading_path)} for s in d.sections)
-    emit(args, rows, "\n".join(f"{'  ' * len(r['heading_path'])}{r['anchor']}  ({r['title']})" for r in rows))
+    emit(args, rows, render_anchors(rows))
     return 0
 
 
@@ -56,20 +51,14 @@ def cmd_chunk(args) -> int:
         return 0
     print(render_chunking(chunker, len(corpus), chunks, parents, elapsed, args.samples))
     if args.out:
-        from ..errors import ConfigError
-
-        try:
-            with open(args.out, "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
-        except OSError as e:
-            raise ConfigError(f"cannot write {args.out}: {e.strerror or e}") from None
+        write_jsonl(args.out, rows)
         print(f"\nwrote {len(rows)} records to {args.out}")
     return 0
 
 
 def add(sub) -> None:
-    g = sub.add_parser("golden", help="golden set tools").add_subparsers(dest="golden_command", required=True)
-    p = g.add_parser("check", help="validate a golden set against a corpus")
+    p = sub.add_parser("golden", help="golden set tools").add_subparsers(dest="golden_command", required=True)
+    p = p.add_parser("check", help="validate a golden set against a corpus")
     p.add_argument("--corpus", required=True)
     p.add_argument("--golden", required=True)
     p.add_argument("--split", default=None)

@@ -8,8 +8,8 @@ from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_fl
 def cmd_eval(args) -> int:
     from ..evaluate.evaluate import _finite
     from ..golden import load_golden
-    from ..pipeline import run_eval
-    from ..render import candidate_row, render_answer_metrics, render_candidates, render_eval
+    from ..pipeline import compare_candidates, run_eval
+    from ..render import render_answer_metrics, render_candidates, render_eval
 
     golden = load_golden(args.golden, split=args.split)
     flt = filters(args)
@@ -21,12 +21,11 @@ def cmd_eval(args) -> int:
                                    k=args.answer_k, filters=flt, price_in=args.price_in, price_out=args.price_out)
         emit(args, est, render_estimate(est, args.price_in, args.price_out))
         return 0
-    run = lambda p: run_eval(p, golden, ks=args.k, depth=args.depth, filters=flt, show_progress=True)  # noqa: E731
-    result = run(pipeline)
+    options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True)
+    result = run_eval(pipeline, golden, **options)
     table = None
     if args.rerank and args.candidates and len(args.candidates) > 1:
-        table = [candidate_row("none", run(pipeline.with_reranker(None))), candidate_row(args.candidates[0], result)]
-        table += [candidate_row(n, run(pipeline.with_reranker(pipeline.reranker, n))) for n in args.candidates[1:]]
+        table = compare_candidates(pipeline, golden, args.candidates, **options)
     answers = None
     if args.answers:
         from ..answer import ConfidenceGate, make_generator, make_judge

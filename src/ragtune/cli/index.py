@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
-from ._common import add_chunker_flags, add_output, emit, finite_float, int_in, pipeline_flags
-from ..errors import ConfigError
+from ._common import _option_flags, add_chunker_flags, add_output, emit, finite_float, int_in, pipeline_flags
+from ..pipeline import option_owners
 from ..registry import RETRIEVERS
-from ..pipeline import _option_types, option_owners
 
 
 def _store(args):
@@ -20,31 +19,25 @@ def cmd_build(args) -> int:
     from ..config import read_config_file
     from ..corpus import load_corpus
     from ..pipeline import PipelineConfig
+    from ..render import render_built
     from ..store import build_version
 
-    flags = {**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)}
-    config = PipelineConfig.from_flags(flags)
+    config = PipelineConfig.from_flags({**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)})
     store = _store(args)
     v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True)
-    m = v.manifest
-    emit(args, {"id": v.id, "current": store.current_id(), **m},
-         f"built {v.id}: {m['chunks']} chunks from {m['corpus']['documents']} documents in {m['build_s']:.1f} s; "
-         f"current: {store.current_id()}")
+    emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
     return 0
 
 
 def cmd_refresh(args) -> int:
     from ..corpus import load_corpus
+    from ..render import render_built
     from ..store import refresh_version
 
     store = _store(args)
     v, st = refresh_version(store, load_corpus(args.corpus), promote=not args.no_promote, show_progress=True,
                             allow_mass_removal=args.allow_mass_removal)
-    emit(args, {"id": v.id, "current": store.current_id(), **st},
-         f"refreshed into {v.id} (from {v.manifest['parent_version']}): {len(st['added'])} added, "
-         f"{len(st['changed'])} changed, {len(st['removed'])} removed; {st['chunks_new']} chunks new, "
-         f"{st['chunks_reused']} reused, {st.get('texts_embedded', 0)} texts embedded, {v.manifest['build_s']:.2f} s; "
-         f"current: {store.current_id()}")
+    emit(args, {"id": v.id, "current": store.current_id(), **st}, render_built(v, store.current_id(), st))
     return 0
 
 
@@ -73,22 +66,6 @@ def cmd_diff(args) -> int:
     return 0
 
 
-def cmd_promote(args) -> int:
-    print(f"current: {_store(args).promote(args.version).id}")
-    return 0
-
-
-def cmd_rollback(args) -> int:
-    print(f"rolled back; current: {_store(args).rollback().id}")
-    return 0
-
-
-def cmd_gc(args) -> int:
-    removed = _store(args).gc(args.keep)
-    print(f"removed {len(removed)} version(s): {', '.join(removed) or '-'}")
-    return 0
-
-
 def cmd_migrate(args) -> int:
     from ..golden import load_golden
     from ..store import migrate
@@ -102,6 +79,13 @@ def cmd_migrate(args) -> int:
     return 0 if r["promoted"] else 1
 
 
+SIMPLE = {  # one line of output each
+    "promote": lambda s, a: f"current: {s.promote(a.version).id}",
+    "rollback": lambda s, a: f"rolled back; current: {s.rollback().id}",
+    "gc": lambda s, a: (lambda removed: f"removed {len(removed)} version(s): {', '.join(removed) or '-'}")(s.gc(a.keep)),
+}
+
+
 def add(sub) -> None:
     ix = sub.add_parser("index", help="build and operate a versioned index store").add_subparsers(
         dest="index_command", required=True)
@@ -111,7 +95,7 @@ def add(sub) -> None:
         p.add_argument("--store", required=True, help="the store folder")
         if json_out:
             add_output(p)
-        p.set_defaults(func=func)
+        p.set_defaults(func=func if func else lambda a: print(SIMPLE[name](_store(a), a)) or 0)
         return p
 
     p = command("build", cmd_build, "build a new immutable version", json_out=True)
@@ -119,8 +103,6 @@ def add(sub) -> None:
     p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
     add_chunker_flags(p)
     p.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default bm25)")
-    from ._common import _option_flags
-
     _option_flags(p.add_argument_group("retrieval options"), "retriever", option_owners("retriever"))
     p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
     p = command("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", json_out=True)
@@ -129,13 +111,13 @@ def add(sub) -> None:
     p.add_argument("--allow-mass-removal", action="store_true", dest="allow_mass_removal",
                    help="allow a refresh that removes more than half of the documents")
     command("list", cmd_list, "list versions (* = current)", json_out=True)
-    command("rollback", cmd_rollback, "back to the previous promoted version")
+    command("rollback", None, "back to the previous promoted version")
     command("show", cmd_show, "a version's manifest").add_argument("version", nargs="?")
     p = command("diff", cmd_diff, "documents and configuration changed between two versions", json_out=True)
     p.add_argument("a")
     p.add_argument("b")
-    command("promote", cmd_promote, "make a version current (atomically)").add_argument("version")
-    command("gc", cmd_gc, "delete old versions").add_argument("--keep", type=int_in(1), required=True)
+    command("promote", None, "make a version current (atomically)").add_argument("version")
+    command("gc", None, "delete old versions").add_argument("--keep", type=int_in(1), required=True)
     p = command("migrate", cmd_migrate, "blue/green: new embedder, evaluated, promoted only if not worse", json_out=True)
     p.add_argument("--embedder", required=True)
     p.add_argument("--golden", required=True)

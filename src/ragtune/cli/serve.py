@@ -2,80 +2,34 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 from ._common import add_output, emit, float_in, int_in
-from ..errors import ConfigError
 
 
 def cmd_serve(args) -> int:
-    from ..serve.app import check_bind, check_port, create_app
+    from ..serve.run import run_server
 
-    try:
-        import uvicorn
-    except ImportError:
-        from ..errors import MissingDependencyError
-
-        raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
-    key = os.environ.get(args.api_key_env) if args.api_key_env else None
-    warning = check_bind(args.host, key, args.insecure_no_key)
-    check_port(args.port)
-    if warning:
-        print(warning, file=sys.stderr)
-    log = None if args.no_log else (args.log or os.path.join(args.store, "telemetry.sqlite"))
-    app = create_app(args.store, api_key=key, log_path=log, generator=args.generator, gate=args.gate, docs=args.docs)
-    print(f"serving {args.store} (version {app.state.holder.version}) on http://{args.host}:{args.port}"
-          + ("  docs: /docs" if args.docs else "") + (f"; telemetry: {log}" if log else "; telemetry off")
-          + ("; API key required" if key else ""), file=sys.stderr)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning", workers=1)
+    run_server(args.store, host=args.host, port=args.port, api_key=os.environ.get(args.api_key_env or "") or None,
+               insecure_no_key=args.insecure_no_key, generator=args.generator, gate=args.gate, docs=args.docs,
+               log_path=None if args.no_log else (args.log or os.path.join(args.store, "telemetry.sqlite")))
     return 0
 
 
-def _existing_log(path: str):
-    """A telemetry log to read: a missing file is a mistake, not an empty log."""
-    from ..serve.telemetry import TelemetryLog
-
-    if not os.path.isfile(path):
-        raise ConfigError(f"telemetry log {path!r} does not exist (a server writes STORE/telemetry.sqlite by default)")
-    return TelemetryLog(path)
-
-
 def cmd_gaps(args) -> int:
-    from ..embed import get_embedder
     from ..render import render_gaps
-    from ..serve.gaps import cluster_gaps
-    from ..serve.telemetry import parse_since
+    from ..serve.run import find_gaps
 
-    rows = list(_existing_log(args.log).rows(since=parse_since(args.since), outcome="not_found"))
-    retriever = None
-    if args.store:
-        from ..store import IndexStore, load_pipeline
-
-        retriever = load_pipeline(IndexStore(args.store)).retriever
-    clusters = cluster_gaps([r["query"] for r in rows], get_embedder(args.embedder), distance=args.distance,
-                            retriever=retriever)
-    emit(args, {"not_found": len(rows), "clusters": clusters}, render_gaps(len(rows), clusters, args.since))
+    gaps = find_gaps(args.log, since=args.since, store=args.store, embedder=args.embedder, distance=args.distance)
+    emit(args, gaps, render_gaps(gaps["not_found"], gaps["clusters"], args.since))
     return 0
 
 
 def cmd_log_export(args) -> int:
-    from ..serve.telemetry import parse_since
+    from ..serve.run import export_log
 
-    log = _existing_log(args.log)
-    try:
-        out = open(args.out, "w", encoding="utf-8") if args.out else sys.stdout
-    except OSError as e:
-        raise ConfigError(f"cannot write {args.out}: {e.strerror or e}") from None
-    n = 0
-    try:
-        for row in log.rows(since=parse_since(args.since)):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            n += 1
-    finally:
-        if args.out:
-            out.close()
+    n = export_log(args.log, args.out, since=args.since)
     if args.out:
         print(f"wrote {n} rows to {args.out}", file=sys.stderr)
     return 0

@@ -1,0 +1,79 @@
+"""What the serve, gaps and log commands do, as library calls."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+from ..errors import ConfigError, MissingDependencyError
+
+__all__ = ["run_server", "open_log", "find_gaps", "export_log"]
+
+
+def run_server(store: str, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
+               insecure_no_key: bool = False, log_path: str | None = None, generator: str = "extractive",
+               gate: float | None = None, docs: bool = False) -> None:
+    """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted."""
+    from .app import check_bind, check_port, create_app
+
+    try:
+        import uvicorn
+    except ImportError:
+        raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
+    warning = check_bind(host, api_key, insecure_no_key)
+    check_port(port)
+    if warning:
+        print(warning, file=sys.stderr)
+    app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs)
+    print(f"serving {store} (version {app.state.holder.version}) on http://{host}:{port}"
+          + ("  docs: /docs" if docs else "") + (f"; telemetry: {log_path}" if log_path else "; telemetry off")
+          + ("; API key required" if api_key else ""), file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level="warning", workers=1)
+
+
+def open_log(path: str):
+    """A telemetry log to read: a missing file is a mistake, not an empty log."""
+    from .telemetry import TelemetryLog
+
+    if not os.path.isfile(path):
+        raise ConfigError(f"telemetry log {path!r} does not exist (a server writes STORE/telemetry.sqlite by default)")
+    return TelemetryLog(path)
+
+
+def find_gaps(log_path: str, *, since: str | None = None, store: str | None = None, embedder: str = "minilm",
+              distance: float = 0.5) -> dict[str, Any]:
+    """The not-found questions of a log, clustered (with the nearest anchors of ``store`` when given)."""
+    from ..embed import get_embedder
+    from .gaps import cluster_gaps
+    from .telemetry import parse_since
+
+    rows = list(open_log(log_path).rows(since=parse_since(since), outcome="not_found"))
+    retriever = None
+    if store:
+        from ..store import IndexStore, load_pipeline
+
+        retriever = load_pipeline(IndexStore(store)).retriever
+    clusters = cluster_gaps([r["query"] for r in rows], get_embedder(embedder), distance=distance, retriever=retriever)
+    return {"not_found": len(rows), "clusters": clusters}
+
+
+def export_log(log_path: str, out: str | None = None, *, since: str | None = None, stdout: TextIO | None = None) -> int:
+    """Write the log as JSON Lines to ``out`` (or standard output); returns the number of rows."""
+    from .telemetry import parse_since
+
+    log = open_log(log_path)
+    try:
+        f = open(out, "w", encoding="utf-8") if out else (stdout or sys.stdout)
+    except OSError as e:
+        raise ConfigError(f"cannot write {out}: {e.strerror or e}") from None
+    n = 0
+    try:
+        for row in log.rows(since=parse_since(since)):
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+            n += 1
+    finally:
+        if out:
+            f.close()
+    return n
