@@ -226,3 +226,42 @@ def test_docs_can_be_turned_on(store):
     with serve(store, docs=True) as s:
         with urllib.request.urlopen(s.url + "/docs") as r:
             assert r.status == 200
+
+
+def test_health_is_degraded_while_a_promoted_version_fails_to_load(store, tmp_path, capsys):
+    from ragtune.serve.app import PipelineHolder
+    from ragtune.store import load_pipeline
+
+    build_version(store, load_corpus(write_files(tmp_path / "c2", DOCS)), IndexConfig.from_flags({"chunker": "section"}))
+    broken = {"v0002"}
+
+    def loader(vid):
+        if vid in broken:
+            raise FileNotFoundError(f"{vid}/chunks.jsonl is missing")
+        return load_pipeline(store, vid)
+
+    holder = PipelineHolder(store, loader=loader, retry_base=60)
+    with serve(store, holder=holder) as s:
+        store.promote("v0002")
+        call(s.url, "/search", {"query": "refunds"}, key=KEY)  # starts the load, which fails
+        assert wait_for_health(s.url, "degraded", "failed to load")
+        code, body = call(s.url, "/health")
+        assert code == 200 and body["version"] == "v0001" and "v0002 failed to load" in body["problems"][0]
+        assert "chunks.jsonl is missing" in body["problems"][0]
+        assert "could not load version v0002" in capsys.readouterr().err
+        assert "v0002" in call(s.url, "/versions", key=KEY)[1]["load_errors"]
+        broken.clear()  # files restored
+        store.promote("v0002")  # promoted again: retried at once, despite the 60 s backoff
+        assert wait_for_health(s.url, "ok")
+        code, body = call(s.url, "/health")
+        assert body["version"] == "v0002" and call(s.url, "/versions", key=KEY)[1]["load_errors"] == {}
+
+
+def wait_for_health(url, status, problem="", timeout=10):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        body = call(url, "/health")[1]
+        if body["status"] == status and problem in " ".join(body["problems"]):
+            return True
+        time.sleep(0.05)
+    return False
