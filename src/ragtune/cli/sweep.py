@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 
-from ._common import add_output, emit, int_in
+from ._common import int_in
 
 
 def cmd_sweep(args) -> int:
@@ -20,13 +21,13 @@ def cmd_sweep(args) -> int:
     print(f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid"
           f"{'' if len(specs) == len(grid.specs) else ' + the baseline'}), metric {grid.metric}, "
           f"{len(golden)} questions; results in {args.out}", file=sys.stderr)
-    if args.dry_run:
-        emit(args, [{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs],
-             "\n".join(f"{s.key}  {s.label}" for s in specs))
+    if args.dry_run:  # (--out is the sweep's folder here, so output goes to stdout only)
+        print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
+              if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))
         return 0
     result = sweep(corpus, golden, grid, args.out, show_progress=True)
-    emit(args, result.to_dict(), result.table(limit=args.top)
-         + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
+    print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
+          + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
     return 0
 
 
