@@ -401,3 +401,16 @@ def test_cli_lists_incomplete_versions_and_refuses_mass_removal_unless_allowed(c
     assert "would remove 4 of the 5 documents" in capsys.readouterr().err
     assert main(["index", "refresh", "--store", s, "--corpus", str(wrong), "--allow-mass-removal"]) == 0
     assert "4 removed" in capsys.readouterr().out and len(store.documents()) == 1
+
+
+def test_gc_never_removes_a_version_only_because_this_ragtune_cannot_read_its_config(corpus_dir, tmp_path):
+    from ragtune.errors import RagtuneError
+
+    store = _store(tmp_path, corpus_dir, n=2)
+    path = store.versions_dir / "v0002" / "manifest.json"
+    m = json.loads(path.read_text())
+    m["config"]["retriever"] = "from-a-newer-ragtune"
+    path.write_text(json.dumps(m))
+    assert store.get("v0002").complete and store.gc(keep=5) == []  # files intact: kept for the ragtune that wrote it
+    with pytest.raises(RagtuneError, match="from-a-newer-ragtune"):
+        load_pipeline(store, "v0002")
