@@ -13,6 +13,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +26,7 @@ import yaml
 from .corpus.corpus import Corpus
 from .corpus.loaders import is_beir_folder, iter_jsonl, read_text_file
 from .errors import CorpusError, CorpusNotFoundError, GoldenSetError
+from .types import Document, Section
 
 __all__ = ["GoldenItem", "GoldenSet", "GoldenProblem", "GoldenReport", "load_golden", "check_golden"]
 
@@ -52,11 +54,37 @@ class GoldenItem:
 
 
 class GoldenSet:
-    """An ordered collection of golden items (ids need not be unique until checked)."""
+    """An ordered collection of golden items.
 
-    def __init__(self, items: Iterable[GoldenItem], *, source: str | None = None):
+    Ids need not be unique here: :func:`load_golden` refuses duplicates (and
+    blank questions) unless asked not to, and :func:`check_golden` lists them.
+    ``locations`` holds, per item, where it was read (``file:line``).
+    """
+
+    def __init__(self, items: Iterable[GoldenItem], *, source: str | None = None,
+                 locations: Iterable[str] | None = None):
         self.items = tuple(items)
         self.source = source
+        self.locations = tuple(locations) if locations is not None else tuple(
+            f"{source or 'golden set'} item {i}" for i in range(1, len(self.items) + 1))
+        if len(self.locations) != len(self.items):
+            raise GoldenSetError(f"GoldenSet: {len(self.items)} items but {len(self.locations)} locations; "
+                                 "give one location per item or none")
+
+    def problems(self) -> list[tuple[int, str, str]]:
+        """(item index, kind, one-line message) for each duplicate id and each blank question, in file order."""
+        out: list[tuple[int, str, str]] = []
+        first: dict[str, str] = {}
+        for i, (item, where) in enumerate(zip(self.items, self.locations)):
+            if item.id in first:
+                out.append((i, "duplicate_id", f"{where}: duplicate question id {item.id!r} (first used at "
+                                               f"{first[item.id]}); give every question its own id"))
+            else:
+                first[item.id] = where
+            if not item.q.strip():
+                out.append((i, "empty_question",
+                            f"{where}: question {item.id!r} has an empty 'q'; write the question or remove the item"))
+        return out
 
     def __len__(self) -> int:
         return len(self.items)
@@ -91,8 +119,9 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
         if name not in obj:
             raise GoldenSetError(f"{where}: missing field {name!r} (every item needs id, q and relevant; use \"relevant\": [] for an unanswerable question)")
     qid = obj["id"]
-    if isinstance(qid, bool) or not isinstance(qid, (str, int)):
-        raise GoldenSetError(f"{where}: 'id' must be a string, got {type(qid).__name__}")
+    if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
+        raise GoldenSetError(f"{where}: 'id' must be a non-empty string, got {qid!r}")
+    where = f"{where}: question {str(qid)!r}"
     q = obj["q"]
     if not isinstance(q, str):
         raise GoldenSetError(f"{where}: 'q' must be a string, got {type(q).__name__}")
@@ -100,8 +129,9 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     relevant: dict[str, float] = {}
     if isinstance(rel, Mapping):
         for anchor, grade in rel.items():
-            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or grade <= 0:
-                raise GoldenSetError(f"{where}: grade of {anchor!r} must be a number > 0, got {grade!r}")
+            if isinstance(grade, bool) or not isinstance(grade, (int, float)) or not math.isfinite(grade) or grade <= 0:
+                raise GoldenSetError(f"{where}: grade of {anchor!r} must be a finite number > 0, got {grade!r}; "
+                                     "use 1 for relevant and higher numbers for more relevant")
             relevant[str(anchor)] = float(grade)
     elif isinstance(rel, list):
         for anchor in rel:
@@ -119,11 +149,27 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
 
 
 def _load_jsonl(path: Path) -> GoldenSet:
+    items, where = [], []
     try:
-        items = [_parse_item(obj, f"{path}:{lineno}") for lineno, obj in iter_jsonl(path)]
+        for lineno, obj in iter_jsonl(path):
+            where.append(f"{path}:{lineno}")
+            items.append(_parse_item(obj, where[-1]))
     except CorpusError as e:  # malformed JSON from the shared reader
         raise GoldenSetError(str(e)) from None
-    return GoldenSet(items, source=str(path))
+    return GoldenSet(items, source=str(path), locations=where)
+
+
+def _item_lines(text: str) -> list[int]:
+    """The line (1-based) where each item of a YAML golden set starts."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.YAMLError:
+        return []
+    if isinstance(node, yaml.MappingNode):
+        node = next((v for k, v in node.value if getattr(k, "value", None) == "questions"), None)
+    if not isinstance(node, yaml.SequenceNode):
+        return []
+    return [n.start_mark.line + 1 for n in node.value]
 
 
 def _load_yaml(path: Path) -> GoldenSet:
@@ -138,7 +184,9 @@ def _load_yaml(path: Path) -> GoldenSet:
         data = data["questions"]
     if not isinstance(data, list):
         raise GoldenSetError(f"{path}: expected a YAML list of items (or a mapping with a 'questions' list)")
-    return GoldenSet([_parse_item(obj, f"{path} item {i}") for i, obj in enumerate(data, start=1)], source=str(path))
+    lines = _item_lines(text)
+    where = [f"{path}:{lines[i]}" if len(lines) == len(data) else f"{path} item {i + 1}" for i in range(len(data))]
+    return GoldenSet([_parse_item(obj, w) for obj, w in zip(data, where)], source=str(path), locations=where)
 
 
 def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
@@ -153,10 +201,16 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
     qpath = base / "queries.jsonl"
     if not qpath.is_file():
         raise CorpusNotFoundError(f"{qpath}: not found; a BEIR folder holds queries.jsonl")
+    lines: dict[str, int] = {}
     for lineno, obj in iter_jsonl(qpath):
         if "_id" not in obj or not isinstance(obj.get("text"), str):
             raise GoldenSetError(f"{qpath}:{lineno}: each query needs '_id' and 'text'")
-        queries[str(obj["_id"])] = obj["text"]
+        qid = str(obj["_id"])
+        if qid in lines:
+            raise GoldenSetError(f"{qpath}:{lineno}: duplicate query _id {qid!r} (first on line {lines[qid]}); "
+                                 "give every query its own _id")
+        queries[qid] = obj["text"]
+        lines[qid] = lineno
     rel: dict[str, dict[str, float]] = {}
     reader = csv.reader(io.StringIO(read_text_file(qrels_path)), delimiter="\t")
     for lineno, row in enumerate(reader, start=1):
@@ -168,7 +222,10 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
         try:
             grade = float(score)
         except ValueError:
-            raise GoldenSetError(f"{qrels_path}:{lineno}: score {score!r} is not a number") from None
+            grade = math.nan
+        if not math.isfinite(grade):
+            raise GoldenSetError(f"{qrels_path}:{lineno}: query {qid!r}: score {score!r} is not a finite number; "
+                                 "use an integer grade (0 for not relevant, 1 or more for relevant)")
         if grade > 0:
             rel.setdefault(qid, {})[did] = grade
     missing = [q for q in rel if q not in queries]
@@ -181,11 +238,29 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
             qid = str(obj.get("_id"))
             if obj.get("answerable") is False and qid in queries and qid not in rel:
                 items.append(GoldenItem(id=qid, q=queries[qid], relevant={}, tags=("unanswerable",)))
-    return GoldenSet(items, source=f"{base} ({split})")
+    return GoldenSet(items, source=f"{base} ({split})", locations=[f"{qpath}:{lines[i.id]}" for i in items])
 
 
-def load_golden(path: str | os.PathLike[str], *, split: str | None = None) -> GoldenSet:
-    """Load a golden set from JSONL, YAML, or a BEIR folder with ``split``."""
+def load_golden(path: str | os.PathLike[str], *, split: str | None = None, strict: bool = True) -> GoldenSet:
+    """Load a golden set from JSONL, YAML, or a BEIR folder with ``split``.
+
+    With ``strict`` (the default, for scoring) a duplicate question id or a
+    blank question raises :class:`GoldenSetError` naming the file, line and
+    id: scores are kept per question id, so two questions sharing one would be
+    silently merged. ``strict=False`` loads them anyway, for
+    :func:`check_golden` to list every problem at once.
+    """
+    golden = _load_golden(path, split)
+    if strict:
+        problems = golden.problems()
+        if problems:
+            more = f" (and {len(problems) - 1} more problem(s); `ragtune golden check` lists them all)" \
+                if len(problems) > 1 else ""
+            raise GoldenSetError(problems[0][2] + more)
+    return golden
+
+
+def _load_golden(path: str | os.PathLike[str], split: str | None) -> GoldenSet:
     p = Path(path)
     if not p.exists():
         raise CorpusNotFoundError(f"golden set {str(p)!r} does not exist")
@@ -206,8 +281,8 @@ def load_golden(path: str | os.PathLike[str], *, split: str | None = None) -> Go
 
 @dataclass(frozen=True, slots=True)
 class GoldenProblem:
-    kind: str  # "unknown_anchor" | "duplicate_id" | "empty_question"
-    item_id: str
+    kind: str  # "unknown_anchor" | "duplicate_id" | "empty_question" | "duplicate_heading_id"
+    item_id: str  # the question's id; empty for a problem of the corpus
     message: str
     suggestions: tuple[str, ...] = ()
 
@@ -228,21 +303,52 @@ class GoldenReport:
         return {"ok": self.ok, "problems": [p.to_dict() for p in self.problems], "summary": dict(self.summary)}
 
 
+def _line_of(doc: Document, pos: int) -> int:
+    return doc.text.count("\n", 0, pos) + 1
+
+
+def duplicate_heading_ids(corpus: Corpus) -> list[GoldenProblem]:
+    """One problem per heading whose explicit ``{#id}`` an earlier heading of the same document already has.
+
+    Such a heading is anchored as ``id-1`` (``id-2``, ...), like a duplicate
+    slug, so a golden set that means it by ``#id`` silently points at the
+    first one.
+    """
+    out: list[GoldenProblem] = []
+    for doc in corpus:
+        first: dict[str, Section] = {}
+        for sec in doc.sections:
+            if not sec.explicit_id:
+                continue
+            if sec.explicit_id not in first:
+                first[sec.explicit_id] = sec
+                continue
+            one = first[sec.explicit_id]
+            where = doc.source or doc.id
+            out.append(GoldenProblem(
+                "duplicate_heading_id", "",
+                f"{where}:{_line_of(doc, one.start)} and line {_line_of(doc, sec.start)}: headings {one.title!r} and "
+                f"{sec.title!r} both have the id {{#{sec.explicit_id}}}; the first is {one.anchor}, the second "
+                f"{sec.anchor}; give each heading its own id",
+                (one.anchor, sec.anchor)))
+    return out
+
+
 def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
-    """Every problem at once: unknown anchors (with suggestions), duplicate ids, empty questions."""
+    """Every problem at once: duplicate ids and empty questions (with file and line), unknown anchors
+    (with suggestions), and headings of the corpus that share an explicit id."""
+    own: dict[int, list[GoldenProblem]] = {}
+    for i, kind, msg in golden.problems():
+        own.setdefault(i, []).append(GoldenProblem(kind, golden.items[i].id, msg))
     problems: list[GoldenProblem] = []
-    seen: Counter[str] = Counter()
-    for item in golden:
-        seen[item.id] += 1
-        if seen[item.id] == 2:
-            problems.append(GoldenProblem("duplicate_id", item.id, f"duplicate id {item.id!r}; ids must be unique"))
-        if not item.q.strip():
-            problems.append(GoldenProblem("empty_question", item.id, f"{item.id}: empty question"))
+    for i, (item, where) in enumerate(zip(golden, golden.locations)):
+        problems.extend(own.get(i, ()))
         for anchor in item.relevant:
             if not corpus.has_anchor(anchor):
                 hint = tuple(corpus.suggest(anchor))
                 more = f"; did you mean: {', '.join(hint)}?" if hint else "; no similar anchor (run `ragtune anchors --corpus ...` to list them)"
-                problems.append(GoldenProblem("unknown_anchor", item.id, f"unknown anchor {anchor!r} ({item.id}){more}", hint))
+                problems.append(GoldenProblem("unknown_anchor", item.id, f"unknown anchor {anchor!r} ({item.id}, {where}){more}", hint))
+    problems.extend(duplicate_heading_ids(corpus))
     summary = {
         "questions": len(golden),
         "answerable": len(golden.answerable),
