@@ -81,3 +81,17 @@ def test_exactly_k_parents_in_the_first_pass_is_enough():
     inner = ListRetriever(children)
     ranking = ParentRetriever(inner, PARENTS).search("q", k=2)
     assert [h.chunk.id for h in ranking.hits] == ["P0", "P1"] and len(inner.calls) == 1
+
+
+def test_defaults_k_10_and_an_inner_retriever_without_config():
+    class Bare:
+        name = "bare"
+
+        def search(self, query, k=10, filters=None):
+            return ListRetriever([chunk(f"c{i}", f"P{i % 4}") for i in range(20)]).search(query, k, filters)
+
+    retriever = ParentRetriever(Bare(), PARENTS)
+    assert retriever.config is None
+    inner = ListRetriever([chunk(f"c{i}", f"P{i % 4}") for i in range(100)])
+    ParentRetriever(inner, PARENTS).search("q")
+    assert inner.calls[0][0] == 40  # k defaults to 10
