@@ -272,3 +272,11 @@ def test_reading_pages_lets_writers_in(tmp_path):
     rest = [r["query"] for r in reader]
     assert first + rest == [str(i) for i in range(25)] + ["during"]
     assert [r["query"] for r in log.rows(outcome="answered", page=7)][-2:] == ["24", "during"]
+
+
+def test_logging_off_by_choice_counts_nothing():
+    w = TelemetryWriter(None)
+    assert not w.submit(**ROW)
+    assert w.stats() == {"enabled": False, "path": None, "written": 0, "failed": 0, "dropped": 0, "queued": 0,
+                         "ok": False, "last_error": "logging is off"}
+    w.close()

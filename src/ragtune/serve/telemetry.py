@@ -286,6 +286,8 @@ class TelemetryWriter:
     # --- request side ---------------------------------------------------------------------------
     def submit(self, **fields: Any) -> bool:
         """Queue one answer; False (and counted as dropped) when it cannot be queued."""
+        if self.path is None:  # logging is off by choice: nothing is lost
+            return False
         if self.disabled is not None or self._stop.is_set():
             with self._lock:
                 self.dropped += 1
