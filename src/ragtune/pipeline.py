@@ -271,20 +271,33 @@ class PipelineConfig:
 
     @property
     def label(self) -> str:
-        """Readable: ``fixed size=256 overlap=32 prefix hybrid rrf_k=10 +embedding@20``."""
+        """Readable and unique per configuration: ``markdown-512-o64-prefix/hybrid``,
+        ``fixed-256-o0/hybrid-k1=1.2-rrf_k=10+cross-encoder@50``, ``section/bm25``."""
         def ordered(registry, name, options):  # in the order the config class declares them
             order = registry.get(name).options if name != "auto" else ()
             return sorted(options, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
 
-        parts = [self.chunker, *(f"{k}={v}" for k, v in ordered(CHUNKERS, self.chunker, self.chunker_options))]
+        def value(v):
+            return ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+        chunk = [self.chunker]
+        effective = self.chunker_config().to_dict() if self.chunker != "auto" else {}
+        for k in ("size", "overlap"):  # always shown where the chunker has them: sizes are what sweeps vary
+            if k in effective and k in (CHUNKERS.get(self.chunker).options):
+                chunk.append(str(effective[k]) if k == "size" else f"o{effective[k]}")
+        for k, v in ordered(CHUNKERS, self.chunker, self.chunker_options):
+            if k not in ("size", "overlap", "embedder"):
+                chunk.append(f"{k}={value(v)}")
         if self.prefix:
-            parts.append("prefix")
-        parts.append(self.retriever)
-        parts += [f"{k}={list(v) if isinstance(v, tuple) else v}"
-                  for k, v in ordered(RETRIEVERS, self.retriever, self.retriever_options)]
+            chunk.append("prefix")
+        first = [self.retriever, *(f"{k}={value(v)}" for k, v in ordered(RETRIEVERS, self.retriever,
+                                                                         self.retriever_options))]
+        if self.uses_embedder and self.embedder != "minilm":
+            first.append(f"emb={self.embedder}")
+        label = "-".join(chunk) + "/" + "-".join(first)
         if self.rerank:
-            parts.append(f"+{self.rerank}@{self.candidates}")
-        return " ".join(str(p) for p in parts)
+            label += f"+{self.rerank}@{self.candidates}"
+        return label + (f" [{self.filter}]" if self.filter else "")
 
 
 # ---------------------------------------------------------------------------------------------------------------

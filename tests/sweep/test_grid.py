@@ -18,7 +18,7 @@ def test_product_drops_keys_a_strategy_does_not_take():
     labels = sorted(s.label for s in grid.specs)
     # fixed: 2 sizes x 2 overlaps x 2 prefixes; section takes none of size/overlap: 2 prefixes
     assert len(grid.specs) == 8 + 2
-    assert "section prefix bm25" in labels and "section bm25" in labels
+    assert "section-prefix/bm25" in labels and "section/bm25" in labels and "fixed-32-o8-prefix/bm25" in labels
     assert len({s.key for s in grid.specs}) == len(grid.specs)
     assert grid.baseline.key in {s.key for s in grid.specs}
     assert len(grid.all_specs) == len(grid.specs)
