@@ -6,19 +6,19 @@ PY := $(VENV)/bin/python
 CORE := $(VENV)/.installed-core
 ALL := $(VENV)/.installed-all
 
-.PHONY: demo test install install-all clean bench-scifact bench-chunking
+.PHONY: demo test install install-all clean constraints bench-scifact bench-chunking
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(CORE): pyproject.toml | $(PY)
-	$(PY) -m pip install -q -e .
+$(CORE): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e .
 	touch $(CORE)
 
-$(ALL): pyproject.toml examples/plugin/pyproject.toml examples/plugin/ragtune_example_overlap.py | $(PY)
-	$(PY) -m pip install -q -e '.[test,embed,st,ann,llm,serve]'
-	$(PY) -m pip install -q ./examples/plugin  # the entry-point example the registry tests load
+$(ALL): pyproject.toml constraints.txt examples/plugin/pyproject.toml examples/plugin/ragtune_example_overlap.py | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,embed,st,ann,llm,serve]'
+	$(PY) -m pip install -q -c constraints.txt ./examples/plugin  # the entry-point example the registry tests load
 	touch $(ALL) $(CORE)
 
 install: $(CORE)
@@ -38,6 +38,9 @@ bench-scifact: $(ALL)
 
 bench-chunking: $(CORE)
 	$(PY) bench/chunking.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --golden bench/golden/fastapi.jsonl
+
+constraints: $(ALL)
+	(sed -n 1,3p constraints.txt; $(PY) -m pip freeze --exclude-editable | grep -v '^ragtune') > constraints.new && mv constraints.new constraints.txt
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .ragtune-cache
