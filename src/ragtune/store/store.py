@@ -31,7 +31,6 @@ and the content as it is parsed. A damaged version is refused with a
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import hashlib
 import json
@@ -41,16 +40,15 @@ import shutil
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from .. import __version__
-from ..config import Config, check_choice
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, RagtuneError, StoreError
+from ..errors import ConfigError, StoreError
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
