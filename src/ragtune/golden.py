@@ -347,7 +347,7 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
             if not corpus.has_anchor(anchor):
                 hint = tuple(corpus.suggest(anchor))
                 more = f"; did you mean: {', '.join(hint)}?" if hint else "; no similar anchor (run `ragtune anchors --corpus ...` to list them)"
-                problems.append(GoldenProblem("unknown_anchor", item.id, f"unknown anchor {anchor!r} ({item.id}, {where}){more}", hint))
+                problems.append(GoldenProblem("unknown_anchor", item.id, f"{where}: unknown anchor {anchor!r} ({item.id}){more}", hint))
     problems.extend(duplicate_heading_ids(corpus))
     summary = {
         "questions": len(golden),
