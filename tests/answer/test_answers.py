@@ -170,7 +170,7 @@ def test_answer_eval_and_cli(md_corpus, tmp_path, capsys):
     assert main(["calibrate", "--corpus", str(md_corpus), "--golden", golden.source]) == 0
     assert "abstention precision" in capsys.readouterr().out
     res = tmp_path / "r.json"
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", golden.source, "--answers", "--json", str(res)]) == 0
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", golden.source, "--answers", "--out", str(res)]) == 0
     assert "abstention_recall" in capsys.readouterr().out
     assert json.loads(res.read_text())["answers"]["metrics"]["abstention_f1"] == 1.0
 

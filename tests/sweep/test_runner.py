@@ -10,12 +10,12 @@ from ragtune.sweep import SweepStateError, parse_grid, run_sweep, summarize, swe
 from tests.helpers import PREFIX_ONLY, SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
 # the configurations of SWEEP_GRID by label; tests/helpers.py explains why each question goes the way it does
-BASE = "fixed size=8 overlap=0 bm25"
-F8P = "fixed size=8 overlap=0 prefix bm25"
-F40 = "fixed size=40 overlap=0 bm25"
-F40P = "fixed size=40 overlap=0 prefix bm25"
-SEC = "section bm25"
-SECP = "section prefix bm25"
+BASE = "fixed-8-o0/bm25"
+F8P = "fixed-8-o0-prefix/bm25"
+F40 = "fixed-40-o0/bm25"
+F40P = "fixed-40-o0-prefix/bm25"
+SEC = "section/bm25"
+SECP = "section-prefix/bm25"
 ANSWERABLE = {i for i, _, rel in SWEEP_QUESTIONS if rel}
 EASY = {"e1", "e2", "e3"}
 # answerable questions whose first hit is at rank 1, per configuration
@@ -156,14 +156,15 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     capsys.readouterr()
     assert main(["compare", str(a), str(b), "--metric", "recall@1", "--samples", "500", "--json"]) == 0
     c = json.loads(capsys.readouterr().out)
-    assert c["n"] == 10 and c["seed"] == 0 and c["k"] == 1
-    assert (c["wins"], c["ties"], c["losses"]) == (0, 8, 2) and c["fixed"] == [] and c["broken"] == ["s1", "s2"]
-    assert c["delta"] == pytest.approx(-0.2) and c["baseline_mean"] == pytest.approx(0.5)
+    base, row = c["rows"][0], c["rows"][1]
+    assert c["n"] == 10 and c["seed"] == 0 and row["k"] == 1
+    assert (row["wins"], row["ties"], row["losses"]) == (0, 8, 2) and row["fixed"] == [] and row["broken"] == ["s1", "s2"]
+    assert row["delta"] == pytest.approx(-0.2) and base["mean"] == pytest.approx(0.5)
     # the other way round, what was broken is fixed and losses become wins
     assert main(["compare", str(b), str(a), "--metric", "recall@1", "--samples", "500", "--json"]) == 0
-    c = json.loads(capsys.readouterr().out)
-    assert (c["wins"], c["ties"], c["losses"]) == (2, 8, 0) and c["fixed"] == ["s1", "s2"] and c["broken"] == []
-    assert c["delta"] == pytest.approx(0.2)
+    row = json.loads(capsys.readouterr().out)["rows"][1]
+    assert (row["wins"], row["ties"], row["losses"]) == (2, 8, 0) and row["fixed"] == ["s1", "s2"] and row["broken"] == []
+    assert row["delta"] == pytest.approx(0.2)
     assert main(["compare", str(a), str(out), "--metric", "recall@1", "--samples", "200"]) == 0
     assert "wins" in capsys.readouterr().out
 

@@ -13,10 +13,8 @@ from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError
 from ..golden import GoldenSet
-from ..pipeline import Pipeline, default_chunker
+from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, default_chunker
 from ..retrieve.bm25 import BM25Config, BM25Retriever
-from ..retrieve.dense import DenseRetriever
-from ..retrieve.fusion import HybridRetriever
 from ..types import Chunk, Document
 from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
 
@@ -29,37 +27,54 @@ def _embedder(name: str, show_progress: bool):
     return CachedEmbedder(get_embedder(name), show_progress=show_progress)
 
 
-def _bm25_for(config: IndexConfig, chunks: list[Chunk]):
-    if config.retriever not in ("bm25", "hybrid"):
-        return None
-    opts = {k: v for k, v in config.retriever_options.items() if k not in ("rrf_k", "weights", "depth", "ann")}
-    return BM25Retriever.build(chunks, BM25Config.from_dict(opts))
+def _bm25_config(config: PipelineConfig) -> BM25Config | None:
+    """The BM25 part of the first stage (bm25 itself, or the BM25 half of hybrid), or None."""
+    cfg = config.retriever_config()
+    return cfg if type(cfg) is BM25Config else getattr(cfg, "bm25", None)
+
+
+def _bm25_for(config: PipelineConfig, chunks: list[Chunk]):
+    cfg = _bm25_config(config)
+    return BM25Retriever.build(chunks, cfg) if cfg is not None else None
+
+
+def _parts(retriever) -> list:
+    """A retriever and the retrievers it fuses (hybrid), depth first."""
+    return [retriever, *(p for r in getattr(retriever, "retrievers", ()) for p in _parts(r))]
 
 
 def _embedding_info(emb) -> dict[str, Any]:
     return {"model": emb.model_id, "key": emb.cache_key, "dim": int(emb.dim)}
 
 
-def build_version(store: IndexStore, corpus: Corpus, config: IndexConfig, *, promote: bool | None = None,
+def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, promote: bool | None = None,
                   show_progress: bool = False) -> VersionInfo:
-    """Chunk and embed ``corpus`` into a new version. With ``promote=None`` the first version of a
-    store becomes current; later ones wait for ``promote``."""
+    """Chunk and embed ``corpus`` into a new version (through :func:`~ragtune.pipeline.build_pipeline`). With
+    ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``."""
+    if config.rerank or config.filter:
+        raise ConfigError("an index holds chunking and retrieval only; rerank and filter apply at query time")
     t0 = time.perf_counter()
-    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
-    config = replace(config, chunker=chunker.name, prefix=getattr(chunker.config, "prefix", config.prefix))
-    chunks, parents = chunk_documents(corpus, chunker)
-    if not chunks:
-        raise StoreError("the corpus produced no chunks: nothing to index")
+    config = config.resolved(corpus.kind)
+    resources = Resources(config.embedder, show_progress=show_progress)
+    try:
+        pipeline = build_pipeline(corpus, config, resources=resources)
+    except ConfigError as e:
+        if "produced no chunks" in str(e):
+            raise StoreError("the corpus produced no chunks: nothing to index") from None
+        raise
+    chunks, parents = list(pipeline.chunks), list(pipeline.parents)
+    parts = _parts(pipeline.base)
+    bm25 = next((r for r in parts if isinstance(r, BM25Retriever)), None)
+    dense = next((r for r in parts if hasattr(r, "vectors")), None)
     vectors = embedding = None
     stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
-    if config.uses_vectors:
-        emb = _embedder(config.embedder, show_progress)
-        vectors = emb.embed([c.embed_text for c in chunks])
+    if dense is not None:
+        emb = resources.embedder()
+        vectors = dense.vectors
         embedding = _embedding_info(emb)
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
     v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats,
-                            bm25=_bm25_for(config, chunks))
+                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, bm25=bm25)
     if promote or (promote is None and store.current_id() is None):
         store.promote(v.id)
     return v
@@ -161,34 +176,19 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
     config = IndexConfig.from_dict(v.manifest["config"])
     corpus = store.corpus(v.id)
     chunks, parents = store.chunks(v.id)
-    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
-    opts = dict(config.retriever_options)
-    fuse = {k: opts.pop(k) for k in ("rrf_k", "weights", "depth") if k in opts}
-    ann = bool(opts.pop("ann", False))
-    bm25 = None
-    if config.retriever in ("bm25", "hybrid"):
-        bm25_config = BM25Config.from_dict(opts)
-        saved = v.path / "bm25"
-        bm25 = (BM25Retriever.load(saved, chunks, bm25_config) if saved.is_dir()
-                else BM25Retriever.build(chunks, bm25_config))  # versions written before BM25 was stored
-    dense = None
+    resources = Resources(config.embedder, show_progress=show_progress)
+    vectors = None
     if config.uses_vectors:
-        emb = _embedder(config.embedder, show_progress)
+        emb = resources.embedder()
         recorded = v.manifest.get("embedding") or {}
         if recorded.get("key") and recorded["key"] != emb.cache_key:
             raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
                              f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
                              "match the index. Rebuild or migrate the store.")
         vectors = store.vectors(v.id)
-        dense = DenseRetriever(chunks, np.asarray(vectors), emb, ann=ann)
-    if config.retriever == "bm25":
-        base = bm25
-    elif config.retriever == "dense":
-        base = dense
-    else:
-        base = HybridRetriever([bm25, dense], k=fuse.get("rrf_k", 60), weights=fuse.get("weights"),
-                               depth=fuse.get("depth", 50))
-    return Pipeline(corpus, chunker, base, chunks, parents, version=v.id)
+    # versions written before BM25 was stored have no bm25/ folder: it is rebuilt from the chunks
+    resources.stored = StoredIndex(bm25_dir=v.path / "bm25", vectors=vectors)
+    return build_pipeline(corpus, config, resources=resources, chunking=(chunks, parents), version=v.id)
 
 
 def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",
