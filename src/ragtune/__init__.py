@@ -8,6 +8,7 @@ The public API::
     pipeline = rt.Pipeline.build(corpus)          # section chunks + BM25
     result = rt.run_eval(pipeline, golden)
     print(result.metrics["recall@5"])
+    outside = rt.evaluate_retriever(my_search, golden, corpus=corpus)  # any (query, k) -> hits
 """
 
 __version__ = "0.1.0"
@@ -31,6 +32,7 @@ from .errors import (
 )
 from .evaluate import EvalResult, QuestionResult, evaluate
 from .evaluate import Report, Run, compare, load_run, load_runs
+from .external import evaluate_retriever
 from .golden import GoldenItem, GoldenReport, GoldenSet, check_golden, load_golden
 from .pipeline import Pipeline, build_retriever, default_chunker, run_eval
 from .retrieve import BM25Config, BM25Retriever, Retriever
@@ -78,6 +80,7 @@ __all__ = [
     "compare",
     "default_chunker",
     "evaluate",
+    "evaluate_retriever",
     "load_corpus",
     "load_golden",
     "load_run",

@@ -20,7 +20,7 @@ from ..retrieve.base import search as run_search
 from ..types import Chunk, Ranking
 from .metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
 
-__all__ = ["evaluate", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
+__all__ = ["evaluate", "evaluate_rankings", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
 
 DEFAULT_KS = (5, 10, 20)
 NDCG_K = 10
@@ -127,6 +127,7 @@ class EvalResult:
     by_tag: Mapping[str, Mapping[str, float]]
     questions: tuple[QuestionResult, ...]
     latency_ms: Mapping[str, Any] = field(default_factory=dict)
+    matching: Mapping[str, Any] = field(default_factory=dict)  # outside hits: how they matched the corpus
 
     @property
     def n_answerable(self) -> int:
@@ -154,6 +155,7 @@ class EvalResult:
                 "unanswerable": self.n_unanswerable,
             },
             "latency_ms": dict(self.latency_ms),
+            **({"matching": dict(self.matching)} if self.matching else {}),
             "questions": [q.to_dict() for q in self.questions],
         }
 
@@ -213,18 +215,58 @@ def evaluate(
     counted and kept in ``questions`` for abstention metrics. ``filters``
     restricts every search (see :mod:`ragtune.retrieve.filters`).
     """
+    ks = _check_ks(ks)
+    depth = max(int(depth), ks[-1], NDCG_K)
+    spans_by_id = _resolve_all(golden, corpus)
+    rankings = {item.id: run_search(retriever, item.q, depth, filters)
+                for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
+    return _score(rankings, golden, spans_by_id, ks, {"ks": list(ks), "depth": depth, **(dict(config) if config else {})})
+
+
+def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
     ks = tuple(sorted(set(int(k) for k in ks)))
     if not ks or ks[0] < 1:
         raise ConfigError(f"k values must be positive integers, got {ks!r}")
-    depth = max(int(depth), ks[-1], NDCG_K)
-    spans_by_id = _resolve_all(golden, corpus)
-    kmax = ks[-1]
+    return ks
 
+
+def evaluate_rankings(
+    rankings: Mapping[str, Ranking],
+    golden: GoldenSet,
+    corpus: Any,
+    *,
+    ks: Sequence[int] = DEFAULT_KS,
+    config: Mapping[str, Any] | None = None,
+    matching: Mapping[str, Any] | None = None,
+) -> EvalResult:
+    """Score rankings made elsewhere (question id -> :class:`Ranking`) exactly as :func:`evaluate` scores a retriever's.
+
+    ``corpus`` resolves the golden anchors (anything with ``resolve(anchor)``); a
+    golden question without a ranking scores as if nothing was retrieved; a
+    ranking for a question id the golden set lacks is a :class:`ConfigError`.
+    Latency comes from each ranking's ``timings``. ``matching`` (how outside
+    hits were matched to the corpus) is kept in the result.
+    """
+    ks = _check_ks(ks)
+    unknown = set(rankings) - {i.id for i in golden}
+    if unknown:
+        few = ", ".join(map(repr, sorted(unknown)[:5])) + (f" and {len(unknown) - 5} more" if len(unknown) > 5 else "")
+        raise ConfigError(f"{len(unknown)} ranked question id(s) are not in the golden set: {few}; score the "
+                          "rankings against the golden set they were made for")
+    full = {i.id: rankings[i.id] if i.id in rankings else Ranking(i.q, ()) for i in golden}
+    depth = max([len(r.hits) for r in full.values()] + [ks[-1]])
+    cfg = {"ks": list(ks), "depth": depth, **(dict(config) if config else {})}
+    return _score(full, golden, _resolve_all(golden, corpus), ks, cfg, matching)
+
+
+def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapping[str, list[AnchorSpan]],
+           ks: tuple[int, ...], cfg: dict[str, Any], matching: Mapping[str, Any] | None = None) -> EvalResult:
+    kmax = ks[-1]
     results: list[QuestionResult] = []
     stage_times: dict[str, list[float]] = {}
     totals: list[float] = []
-    for item in progress_iter(golden.items, "evaluating", enabled=show_progress):
-        ranking = run_search(retriever, item.q, depth, filters)
+    for item in golden.items:
+        ranking = rankings[item.id]
         results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax))
         for stage, t in ranking.timings.items():
             stage_times.setdefault(stage, []).append(t)
@@ -240,8 +282,7 @@ def evaluate(
         tagged = [q for q in answerable if tag in q.tags]
         by_tag[tag] = {**_mean_scores(tagged, keys), "n": len(tagged)}
     latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}}
-    cfg = {"ks": list(ks), "depth": depth, **(dict(config) if config else {})}
-    return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency)
+    return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency, dict(matching) if matching else {})
 
 
 def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan], ks: tuple[int, ...],

@@ -1,0 +1,212 @@
+"""Any retriever as a ragtune retriever: :func:`evaluate_retriever` and :class:`ExternalRetriever`.
+
+The retriever is a callable ``(query, k) -> hits`` (or ``(query) -> hits``),
+sync or async, or an object with a ``search``, ``retrieve`` or ``invoke``
+method (tried in that order). Its hits are read by
+:func:`~ragtune.external.hits.to_hit` and matched to the corpus by
+:class:`~ragtune.external.match.HitMatcher`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError, RagtuneError
+from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate_rankings
+from ..golden import GoldenSet
+from ..progress import progress_iter
+from ..types import Hit, Ranking
+from .hits import to_hit
+from .match import HitMatcher
+
+__all__ = ["evaluate_retriever", "ExternalRetriever", "as_fetch", "hits_to_ranking"]
+
+METHOD_NAMES = ("search", "retrieve", "invoke")
+STAGE = "external"  # the timing key of an outside call
+
+
+def _takes_k(fn: Callable[..., Any]) -> bool:
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return True
+    if any(p.kind is p.VAR_POSITIONAL for p in params):
+        return True
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return len(positional) >= 2 or any(p.name == "k" for p in params)
+
+
+def as_fetch(retriever: Any) -> tuple[Callable[[str, int], Any], str]:
+    """``(fetch(query, k) -> raw hits or an awaitable of them, name)`` for any supported retriever."""
+    target, method = None, None
+    if not callable(retriever) or any(callable(getattr(retriever, m, None)) for m in METHOD_NAMES):
+        method = next((m for m in METHOD_NAMES if callable(getattr(retriever, m, None))), None)
+        target = getattr(retriever, method) if method else None
+    fn = target or (retriever if callable(retriever) else None)
+    if fn is None:
+        raise ConfigError(f"cannot call a {type(retriever).__name__} to retrieve: pass a callable (query, k) -> hits, "
+                          f"or an object with a {', '.join(METHOD_NAMES)} method")
+    name = getattr(retriever, "name", None) or getattr(retriever, "__name__", None) or type(retriever).__name__
+    if method != "invoke" and _takes_k(fn):  # a runnable's invoke(input, config) takes no count
+        return (lambda query, k: fn(query, k)), str(name)
+    return (lambda query, k: fn(query)), str(name)
+
+
+def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, question: str = "",
+                    field: str | None = None, seconds: float = 0.0) -> Ranking:
+    """Raw hits (best first) -> a :class:`Ranking` of at most ``k`` matched chunks; scores default to ``-rank``."""
+    if raw is None:
+        raw = []
+    if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__iter__"):
+        raise ConfigError(f"question {question!r}: the retriever returned a {type(raw).__name__}, expected a list of "
+                          "hits (strings, dicts or objects)")
+    hits = []
+    for rank, item in enumerate(list(raw)[:k], start=1):
+        h = to_hit(item, field=field, where=f"question {question!r} hit {rank}")
+        chunk, _ = matcher.match(h, question=question, rank=rank)
+        hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))
+    return Ranking(query, tuple(hits), {STAGE: seconds})
+
+
+class ExternalRetriever:
+    """An outside retriever behind ragtune's ``search(query, k, filters) -> Ranking`` protocol.
+
+    Filters are passed on only to a retriever whose method takes ``filters``;
+    otherwise a filter is a :class:`ConfigError` (it would be silently ignored).
+    """
+
+    def __init__(self, retriever: Any, corpus: Corpus | None, *, matcher: HitMatcher | None = None,
+                 field: str | None = None, name: str | None = None):
+        self._fetch, default_name = as_fetch(retriever)
+        self._target = retriever
+        self.name = name or default_name
+        self.matcher = matcher or HitMatcher(corpus)
+        self.field = field
+
+    def search(self, query: str, k: int = 10, filters: Any = None, *, question: str = "") -> Ranking:
+        if filters is not None:
+            raise ConfigError(f"{self.name}: filters are not passed to outside retrievers; filter inside the "
+                              "retriever, or drop --filter")
+        t0 = time.perf_counter()
+        raw = self._fetch(query, k)
+        if inspect.isawaitable(raw):
+            raw = asyncio.run(_await(raw))
+        return hits_to_ranking(query, raw, k, self.matcher, question=question or query, field=self.field,
+                               seconds=time.perf_counter() - t0)
+
+
+async def _await(x: Any) -> Any:
+    return await x
+
+
+def _is_async(retriever: Any) -> bool:
+    fn = next((getattr(retriever, m) for m in METHOD_NAMES if callable(getattr(retriever, m, None))), retriever)
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__call__", None))
+
+
+def evaluate_retriever(
+    retriever: Any,
+    golden: GoldenSet,
+    *,
+    corpus: Corpus | None = None,
+    ks: Sequence[int] = DEFAULT_KS,
+    depth: int = 100,
+    concurrency: int = 1,
+    field: str | None = None,
+    base_url: str | None = None,
+    path_prefix: str | None = None,
+    fuzzy: bool = True,
+    min_similarity: float = 0.6,
+    name: str | None = None,
+    config: Mapping[str, Any] | None = None,
+    show_progress: bool = False,
+) -> EvalResult:
+    """Evaluate a retriever ragtune did not build, on ``golden``, with ragtune's metrics.
+
+    ``retriever``: a callable ``(query, k) -> hits`` (or ``(query) -> hits``), sync or
+    async, or an object with ``search``/``retrieve``/``invoke``. A hit is an identifier
+    string, a dict or an object (see :mod:`ragtune.external.hits`); ``field`` names the
+    one field that identifies hits. ``corpus`` lets document ids, paths, URLs and text
+    match the golden anchors they cover; without it an identifier must equal a golden
+    anchor. ``depth`` hits are asked for per question; ``concurrency`` questions run at
+    once (threads for a sync retriever, tasks for an async one). Each question's call
+    is timed (``latency_ms`` p50/p95); ``result.matching`` says how hits matched and
+    lists the ones that did not.
+    """
+    from ..evaluate.evaluate import NDCG_K, _check_ks
+
+    ks = _check_ks(ks)
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
+    depth = max(int(depth), ks[-1], NDCG_K)
+    matcher = HitMatcher(corpus, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
+                         min_similarity=min_similarity)
+    fetch, default_name = as_fetch(retriever)
+    items = list(golden.items)
+    raw = _fetch_all(fetch, items, depth, concurrency, asynchronous=_is_async(retriever), show_progress=show_progress)
+    rankings = {}
+    for item in items:
+        hits, seconds = raw[item.id]
+        rankings[item.id] = hits_to_ranking(item.q, hits, depth, matcher, question=item.id, field=field,
+                                            seconds=seconds)
+    cfg = {"retriever": name or default_name, "external": True, "golden": golden.source, **(dict(config or {}))}
+    return evaluate_rankings(rankings, golden, matcher.scoring_corpus, ks=ks, config=cfg,
+                             matching=matcher.report.to_dict())
+
+
+def _fetch_all(fetch: Callable[[str, int], Any], items: list, depth: int, concurrency: int, *, asynchronous: bool,
+               show_progress: bool) -> dict[str, tuple[Any, float]]:
+    """Every question's raw hits and the seconds its call took, running ``concurrency`` at once."""
+    if asynchronous:
+        return asyncio.run(_fetch_async(fetch, items, depth, concurrency))
+    lock = threading.Lock()
+    out: dict[str, tuple[Any, float]] = {}
+
+    def one(item) -> None:
+        t0 = time.perf_counter()
+        try:
+            hits = fetch(item.q, depth)
+            if inspect.isawaitable(hits):
+                hits = asyncio.run(_await(hits))
+        except RagtuneError:
+            raise
+        except Exception as e:
+            raise ConfigError(f"the retriever failed on question {item.id!r}: {type(e).__name__}: {e}") from e
+        with lock:
+            out[item.id] = (hits, time.perf_counter() - t0)
+
+    if concurrency == 1:
+        for item in progress_iter(items, "retrieving", enabled=show_progress):
+            one(item)
+        return out
+    with ThreadPoolExecutor(concurrency) as pool:
+        for f in progress_iter([pool.submit(one, item) for item in items], "retrieving", enabled=show_progress):
+            f.result()
+    return out
+
+
+async def _fetch_async(fetch: Callable[[str, int], Any], items: list, depth: int,
+                       concurrency: int) -> dict[str, tuple[Any, float]]:
+    gate = asyncio.Semaphore(concurrency)
+
+    async def one(item) -> tuple[str, tuple[Any, float]]:
+        async with gate:
+            t0 = time.perf_counter()
+            try:
+                hits = fetch(item.q, depth)
+                if inspect.isawaitable(hits):
+                    hits = await hits
+            except RagtuneError:
+                raise
+            except Exception as e:
+                raise ConfigError(f"the retriever failed on question {item.id!r}: {type(e).__name__}: {e}") from e
+            return item.id, (hits, time.perf_counter() - t0)
+
+    return dict(await asyncio.gather(*(one(i) for i in items)))
