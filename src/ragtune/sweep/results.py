@@ -1,4 +1,10 @@
-"""Sweep results: ranking, significance against the baseline, the printed table and results.json."""
+"""Sweep results: ranking, significance against the baseline, the printed table and results.json.
+
+Ranking: by the sweep metric, ties by a second metric (mrr, or ndcg@10 when the
+sweep metric is mrr), then by lower p50 end-to-end latency, then by label.
+Every mean shown carries a percentile bootstrap confidence interval (the sweep's
+``samples`` and ``seed``); every delta its interval from :func:`ragtune.compare`.
+"""
 
 from __future__ import annotations
 
@@ -12,9 +18,28 @@ from typing import Any
 
 from ..evaluate.compare import compare
 from ..evaluate.run import Run
+from ..evaluate.significance import bootstrap_ci
 from .grid import Grid, GridError
 
 __all__ = ["SweepResult", "summarize"]
+
+ALPHA = 0.05  # significance level of the comparisons (compare's default)
+CONFIDENCE = 0.95  # of every interval shown
+
+
+def _lower_better(metric: str) -> bool:
+    return metric.startswith("context_tokens")
+
+
+def _num(v: Any, metric: str) -> str:
+    return f"{v:.0f}" if _lower_better(metric) else f"{v:.2f}"
+
+
+def ci_text(ci: Sequence[float] | None, metric: str) -> str:
+    """``0.40-0.90`` (a mean's interval); empty when unknown."""
+    if not ci or ci[0] is None or any(isinstance(x, float) and math.isnan(x) for x in ci):
+        return ""
+    return f"{_num(ci[0], metric)}-{_num(ci[1], metric)}"
 
 
 @dataclass
@@ -31,11 +56,72 @@ class SweepResult:
         v = record["result"]["metrics"].get(metric or self.metric)
         return float("nan") if v is None else float(v)
 
+    @property
+    def tie_metric(self) -> str:
+        """The metric that breaks ties on the sweep metric: mrr, or ndcg@10 when ranking by mrr."""
+        return "ndcg@10" if self.metric == "mrr" else "mrr"
+
+    @property
+    def ranking_rule(self) -> str:
+        """How :meth:`ranked` orders configurations, in words (printed with every ranked table)."""
+        better = "lower" if _lower_better(self.metric) else "higher"
+        return (f"ranked by {self.metric} ({better} is better); ties broken by {self.tie_metric}, "
+                "then by lower p50 latency")
+
+    @staticmethod
+    def latency(record: dict, which: str = "p50") -> float:
+        v = ((record.get("stats") or {}).get("latency_ms") or {}).get(which)
+        return float("nan") if v is None else float(v)
+
     def ranked(self) -> list[dict]:
-        """Best first by the sweep metric (lower is better only for context_tokens)."""
-        sign = 1 if self.metric.startswith("context_tokens") else -1
-        return sorted(self.records, key=lambda r: (math.isnan(self.value(r)), sign * self.value(r)
-                                                    if not math.isnan(self.value(r)) else 0, r["label"]))
+        """Best first by the sweep metric (lower is better only for context_tokens), ties by
+        :attr:`tie_metric`, then by lower p50 latency, then by label."""
+        sign = 1 if _lower_better(self.metric) else -1
+
+        def key(r: dict) -> tuple:
+            v, t, lat = self.value(r), self.value(r, self.tie_metric), self.latency(r)
+            return (math.isnan(v), 0.0 if math.isnan(v) else sign * v, math.isnan(t), 0.0 if math.isnan(t) else -t,
+                    math.isnan(lat), 0.0 if math.isnan(lat) else lat, r["label"], r["key"])
+
+        return sorted(self.records, key=key)
+
+    def ci(self, record: dict, metric: str | None = None) -> list[float] | None:
+        """The bootstrap confidence interval of a configuration's mean, ``[low, high]`` (None if not computed)."""
+        return (record.get("ci") or {}).get(metric or self.metric)
+
+    @property
+    def significant(self) -> list[dict]:
+        """Configurations whose difference from the baseline is significant after the Holm correction."""
+        return [r for r in self.records if r.get("vs_baseline") and r["vs_baseline"]["p_holm"] is not None
+                and r["vs_baseline"]["p_holm"] < ALPHA]
+
+    def power_note(self) -> str | None:
+        """One line when no configuration differs significantly from the baseline: how many questions it
+        would take to detect the largest improvement observed (``needed`` of :func:`ragtune.compare`)."""
+        others = [r for r in self.records if r.get("vs_baseline")]
+        if not others or self.significant:
+            return None
+        n = others[0]["vs_baseline"]["n"]
+        ps = [r["vs_baseline"]["p_holm"] for r in others]
+        why = ("every p-value is 1" if all(p is not None and p >= 1.0 for p in ps)
+               else f"every Holm-corrected p >= {ALPHA:g}")
+        head = f"No configuration differs significantly from the baseline on {self.metric} ({why}, {n} questions)."
+        sign = -1 if _lower_better(self.metric) else 1
+        others = [r for r in self.ranked() if r.get("vs_baseline")]  # ranked: the first of equals is reported
+        gains = [r for r in others if r["vs_baseline"]["delta"] and sign * r["vs_baseline"]["delta"] > 0
+                 and r["vs_baseline"].get("needed")]
+        if gains:
+            r = max(gains, key=lambda x: (sign * x["vs_baseline"]["delta"], -x["vs_baseline"]["needed"]))
+            vs = r["vs_baseline"]
+            return (f"{head} Detecting the largest gain, {vs['delta']:+.3f} ({r['label']}), would take about "
+                    f"{vs['needed']} questions.")
+        moved = [r for r in others if r["vs_baseline"].get("needed")]
+        if moved:
+            r = min(moved, key=lambda x: x["vs_baseline"]["needed"])
+            vs = r["vs_baseline"]
+            return (f"{head} No configuration improves on the baseline's mean; detecting the smallest-to-detect "
+                    f"difference, {vs['delta']:+.3f} ({r['label']}), would take about {vs['needed']} questions.")
+        return f"{head} Every configuration scores like the baseline on every question: more questions cannot separate them."
 
     @property
     def baseline(self) -> dict:
@@ -50,6 +136,9 @@ class SweepResult:
             "correction": "holm",
             "ks": list(self.grid.ks),
             "baseline": self.baseline_key,
+            "ranking": self.ranking_rule,
+            "confidence": CONFIDENCE,
+            "power_note": self.power_note(),
             "grid": dict(self.grid.raw),
             "configs": [_public(r) for r in self.ranked()],
         }
@@ -60,34 +149,52 @@ class SweepResult:
         return path
 
     def table(self, *, limit: int | None = None) -> str:
+        """The ranked configurations as plain text: a line of values, then a line of 95% intervals under them."""
         ks = self.grid.ks
         cols = [f"recall@{k}" for k in ks[:2]] + ["mrr", "ndcg@10"]
         if self.metric not in cols:
             cols.append(self.metric)
-        head = (f"{'#':>3} {'strategy':<13}{'size':>6}{'overlap':>8} {'prefix':<7}{'retriever':<18}"
-                + "".join(f"{c:>11}" for c in cols) + f"{'p95 ms':>8}  vs baseline")
-        lines = [head]
+        w = max(11, *(len(c) + 2 for c in cols))
+        left = f"{'#':>3} {'strategy':<13}{'size':>6}{'overlap':>8} {'prefix':<7}{'retriever':<18}"
+        head = left + "".join(f"{c:>{w}}" for c in cols) + f"{'p50 ms':>8}{'p95 ms':>8}  vs baseline ({self.metric})"
+        lines = [f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval", head]
         for n, r in enumerate(self.ranked()[:limit], start=1):
             spec = r["spec"]
             retr = spec["retriever"] + (f"+{spec['rerank']}@{spec['candidates']}" if spec.get("rerank") else "")
             vs = r.get("vs_baseline")
+            cmp, cmp_ci = "", ""
             if r["key"] == self.baseline_key:
                 cmp = "(baseline)"
             elif vs:
                 cmp = f"{vs['delta']:+.3f} (p={vs['p_holm']:.3g}) {vs['wins']}/{vs['ties']}/{vs['losses']}"
-            else:
-                cmp = ""
+                lo, hi = vs.get("delta_ci") or (None, None)
+                if lo is not None and hi is not None:
+                    cmp_ci = f"[{lo:+.3f}, {hi:+.3f}]"
             full = r.get("chunker_config", spec)
             size = full.get("size", "-")
             overlap = full.get("overlap", "-")
-            values = "".join(f"{self.value(r, c):>11.3f}" for c in cols)
+            values = "".join(f"{self.value(r, c):>{w}.3f}" for c in cols)
             lines.append(f"{n:>3} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
-                         f"{retr:<18}{values}{r['stats']['latency_ms']['p95']:>8.1f}  {cmp}")
-        q = next((r["stats"].get("query_embedding_ms") for r in self.records if r["stats"].get("query_embedding_ms")), None)
-        if q:
-            lines.append(f"(p95 ms leaves out embedding the query, measured once per embedder: p50 {q['p50']:.1f} ms, "
-                         f"p95 {q['p95']:.1f} ms)")
+                         f"{retr:<18}{values}{_ms(self.latency(r)):>8}{_ms(self.latency(r, 'p95')):>8}  {cmp}")
+            cis = "".join(f"{ci_text(self.ci(r, c), c):>{w}}" for c in cols)
+            if cis.strip() or cmp_ci:
+                lines.append(f"{'':>{len(left)}}{cis}{'':>16}  {cmp_ci}".rstrip())
+        lat = next((r["stats"]["latency_ms"] for r in self.records if (r["stats"].get("latency_ms") or {}).get("questions")),
+                   None)
+        if lat:
+            lines.append(f"latency: end to end per question, query embedding included; median of {lat['repeats']} "
+                         f"timings of {lat['questions']} questions, then p50/p95 across them (stages in results.json)")
+        note = self.power_note()
+        if note:
+            lines.append(note)
         return "\n".join(lines)
+
+
+def _ms(v: float) -> str:
+    """Milliseconds with the digits that matter: 0.04, 8.9, 230."""
+    if math.isnan(v):
+        return "-"
+    return f"{v:.2f}" if v < 1 else f"{v:.1f}" if v < 100 else f"{v:.0f}"
 
 
 def _public(r: dict) -> dict:
@@ -95,7 +202,7 @@ def _public(r: dict) -> dict:
     res = r["result"]
     return {
         "key": r["key"], "label": r["label"], "config": r["spec"], "chunker_config": r.get("chunker_config"),
-        "metrics": res["metrics"],
+        "metrics": res["metrics"], "metrics_ci": r.get("ci") or {},
         "by_tag": res.get("by_tag", {}), "stats": r["stats"], "latency_ms": res.get("latency_ms", {}),
         "vs_baseline": r.get("vs_baseline"),
         "questions": [{"id": q["id"], "answerable": q["answerable"], "first_hit_rank": q["first_hit_rank"],
@@ -123,4 +230,43 @@ def summarize(grid: Grid, records: Sequence[dict]) -> SweepResult:
                                 "k": c.k, "n": c.n, "delta_ci": [c.delta_low, c.delta_high], "mde": c.mde,
                                 "needed": c.needed}
     base["vs_baseline"] = None
+    for r in records:
+        r["ci"] = _mean_cis(r["result"], grid, report.row(r["key"], grid.metric) if others else None)
     return SweepResult(grid, records, base["key"])
+
+
+def _ci_metrics(grid: Grid) -> list[str]:
+    """The means the table, the report and the terminal show, each given an interval."""
+    ks = list(grid.ks)
+    return list(dict.fromkeys([grid.metric, *(f"recall@{k}" for k in ks), "mrr", "ndcg@10",
+                               f"context_tokens@{ks[0]}"]))
+
+
+def _mean_cis(result: dict, grid: Grid, row: Any) -> dict[str, list[float]]:
+    """Percentile bootstrap intervals of the means (answerable questions), plus reranker headroom
+    (per question: recall at the largest k minus recall at the smallest). The sweep metric's interval is
+    the one :func:`compare` computed."""
+    qs = [q for q in result["questions"] if q.get("answerable", True)]
+    out: dict[str, list[float]] = {}
+
+    def interval(values: list[Any]) -> list[float] | None:
+        x = [float(v) for v in values if v is not None and math.isfinite(float(v))]
+        if not x:
+            return None
+        lo, hi = bootstrap_ci(x, n=grid.samples, seed=grid.seed, confidence=CONFIDENCE)
+        return [lo, hi]
+
+    for m in _ci_metrics(grid):
+        if row is not None and m == grid.metric:
+            out[m] = [row.ci_low, row.ci_high]
+        elif qs and m in qs[0]["scores"]:
+            ci = interval([q["scores"].get(m) for q in qs])
+            if ci:
+                out[m] = ci
+    lo_k, hi_k = f"recall@{min(grid.ks)}", f"recall@{max(grid.ks)}"
+    if qs and lo_k in qs[0]["scores"] and hi_k in qs[0]["scores"]:
+        ci = interval([q["scores"][hi_k] - q["scores"][lo_k] for q in qs
+                       if q["scores"].get(hi_k) is not None and q["scores"].get(lo_k) is not None])
+        if ci:
+            out["reranker_headroom"] = ci
+    return out

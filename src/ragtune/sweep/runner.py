@@ -7,12 +7,20 @@
   configuration (or one earlier sweep) is never embedded again.
 - Each finished configuration is written to ``DIR/runs/<key>.json`` at once
   (atomically); rerunning the same sweep skips what is there.
+- Latency is timed end to end after the evaluation pass (which warms every
+  cache and model): a fixed sample of questions, each searched
+  ``LATENCY_REPEATS`` times, the median per question, then p50/p95 across the
+  questions, in total and per stage. Sweeps embed each question once and serve
+  it from memory, so the query embedding is timed on the model itself, the
+  same way, and put back in place of that lookup.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import statistics
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -25,9 +33,14 @@ from ..errors import SweepStateError
 from ..golden import GoldenSet
 from ..pipeline import Resources, build_pipeline, run_eval
 from ..registry import CHUNKERS, RETRIEVERS
+from ..retrieve.base import search as run_search
 from .grid import Grid, RunSpec
 
-__all__ = ["run_sweep", "golden_fingerprint", "SweepStateError"]
+__all__ = ["run_sweep", "golden_fingerprint", "SweepStateError", "LATENCY_QUESTIONS", "LATENCY_REPEATS"]
+
+LATENCY_QUESTIONS = 50  # questions timed per configuration (evenly spaced over the golden set)
+LATENCY_REPEATS = 3  # timings per question; the median is kept
+LATENCY_METHOD = "end-to-end-median-v1"  # records timed otherwise (older releases) are recomputed
 
 
 def golden_fingerprint(golden: GoldenSet) -> str:
@@ -80,6 +93,76 @@ def _ms_percentiles(seconds: list[float]) -> dict[str, float]:
 
     a = np.asarray(seconds, dtype=np.float64) * 1000 if seconds else np.zeros(1)
     return {"p50": float(np.percentile(a, 50)), "p95": float(np.percentile(a, 95))}
+
+
+def latency_sample(golden: GoldenSet, n: int = LATENCY_QUESTIONS) -> list[str]:
+    """The questions timed: all distinct ones when there are at most ``n``, else ``n`` evenly spaced."""
+    qs = list(dict.fromkeys(item.q for item in golden))
+    if len(qs) <= n:
+        return qs
+    return [qs[(i * len(qs)) // n] for i in range(n)]
+
+
+class _NoGC:
+    """Timings without garbage-collection pauses (as :mod:`timeit` does)."""
+
+    def __enter__(self) -> None:
+        self.was = gc.isenabled()
+        gc.disable()
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.was:
+            gc.enable()
+
+
+def time_query_embedding(embedder: Any, queries: list[str], repeats: int = LATENCY_REPEATS) -> dict[str, float]:
+    """Seconds the model takes to embed each query: median of ``repeats`` calls after one warm-up call.
+    A memoizing cache is bypassed (its ``inner`` model is timed)."""
+    model = getattr(embedder, "inner", embedder)
+    out: dict[str, float] = {}
+    if not queries:
+        return out
+    model.embed_queries([queries[0]])  # warm-up (first call may load or compile)
+    with _NoGC():
+        for q in queries:
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                model.embed_queries([q])
+                times.append(time.perf_counter() - t0)
+            out[q] = statistics.median(times)
+    return out
+
+
+def time_searches(retriever: Any, queries: list[str], *, depth: int, filters: Any = None,
+                  query_embedding: dict[str, float] | None = None, repeats: int = LATENCY_REPEATS) -> dict[str, Any]:
+    """End-to-end search latency in ms: each query searched ``repeats`` times (call it after a warm-up, such as
+    the evaluation pass), the median per query, then p50/p95 across queries, in total and per stage.
+
+    With ``query_embedding`` (seconds per query, see :func:`time_query_embedding`) the searches' own
+    ``embed_query`` stage, a lookup of a memoized vector, is replaced by the model's time for that query."""
+    totals: list[float] = []
+    stages: dict[str, list[float]] = {}
+    with _NoGC():
+        for q in queries:
+            walls, per_stage = [], {}
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                ranking = run_search(retriever, q, depth, filters)
+                walls.append(time.perf_counter() - t0)
+                for stage, t in ranking.timings.items():
+                    per_stage.setdefault(stage, []).append(t)
+            total = statistics.median(walls)
+            med = {stage: statistics.median(ts) for stage, ts in per_stage.items()}
+            if query_embedding is not None and q in query_embedding:
+                total += query_embedding[q] - med.get("embed_query", 0.0)
+                med["embed_query"] = query_embedding[q]
+            totals.append(total)
+            for stage, t in med.items():
+                stages.setdefault(stage, []).append(t)
+    order = sorted(stages, key=lambda st: (st != "embed_query", list(stages).index(st)))  # pipeline order
+    return {**_ms_percentiles(totals), "stages": {st: _ms_percentiles(stages[st]) for st in order},
+            "questions": len(queries), "repeats": repeats, "method": LATENCY_METHOD}
 
 
 def _write_atomic(path: Path, data: Any) -> None:
@@ -172,7 +255,8 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
             if path.exists():
                 try:
                     record = json.loads(path.read_text())
-                    if record.get("spec") == json.loads(json.dumps(spec.to_dict())):  # tuples come back as lists
+                    timed = (record.get("stats") or {}).get("latency_ms", {}).get("method") == LATENCY_METHOD
+                    if timed and record.get("spec") == json.loads(json.dumps(spec.to_dict())):  # tuples: lists
                         records.append(record)
                         progress.advance(computed=False)
                         continue
@@ -207,9 +291,9 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
     resources = Resources(spec.embedder, show_progress=progress.tty, embedders=embedders)
     if spec.uses_vectors:
         if spec.embedder not in embedders:
-            # every configuration asks the same questions: embed them once, time them once
-            secs = resources.embedder().memoize_queries([item.q for item in golden])
-            embedders[f"{spec.embedder}|query_ms"] = _ms_percentiles(secs)
+            # every configuration asks the same questions: embed them once, time the model once
+            resources.embedder().memoize_queries([item.q for item in golden])
+            embedders[f"{spec.embedder}|query_s"] = time_query_embedding(resources.embedder(), latency_sample(golden))
         emb = resources.embedder()
     before = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
     ikey = spec.index_key
@@ -233,6 +317,10 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
     pipeline = build_pipeline(corpus, spec, resources=resources, chunking=(chunks, parents), chunker=chunker, base=base)
     progress.stage(i, label, "evaluating")
     result = run_eval(pipeline, golden, ks=grid.ks, depth=grid.depth, filters=spec.filter)
+    progress.stage(i, label, "timing")
+    query_s = embedders.get(f"{spec.embedder}|query_s") if emb else None
+    latency = time_searches(pipeline.retriever, latency_sample(golden), depth=result.config["depth"],
+                            filters=spec.filter, query_embedding=query_s)
     return {
         "key": spec.key,
         "label": label,
@@ -245,9 +333,9 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
             "embedding_cache_hits": after["hits"] - before["hits"],
             "index_build_s": build_s,
             "index_reused": reused,
-            "latency_ms": {"p50": result.latency_ms["p50"], "p95": result.latency_ms["p95"]},
-            # query embedding is measured once per embedder (above) and excluded from latency_ms
-            "query_embedding_ms": embedders.get(f"{spec.embedder}|query_ms") if emb else None,
+            # end to end per question, query embedding included; its share is also under stages
+            "latency_ms": latency,
+            "query_embedding_ms": _ms_percentiles(list(query_s.values())) if query_s else None,
         },
         "result": json.loads(result.to_json(indent=None)),
     }
