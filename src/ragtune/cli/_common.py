@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import parse_list, parse_number
 from ..errors import ConfigError
+from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
 from ..pipeline import PIPELINE_KEYS, RERANK_PREFIX, _option_types, option_owners
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS
 
@@ -43,26 +44,6 @@ K = int_in(1, 10_000)
 def add_output(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--json", action="store_true", help=f"print {what} as JSON on standard output")
     p.add_argument("--out", metavar="FILE", help=f"write {what} as JSON to FILE")
-
-
-def _write(path: str, text: str) -> None:
-    import os
-
-    try:
-        if os.path.dirname(path):
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
-    except OSError as e:
-        raise ConfigError(f"cannot write {path}: {e.strerror or e}") from None
-
-
-def write_json(path: str, data: Any) -> None:
-    _write(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
-
-
-def write_jsonl(path: str, rows: list) -> None:
-    _write(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> None:
