@@ -11,7 +11,7 @@ import json
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .errors import APIError
@@ -29,17 +29,20 @@ class JSONClient:
     backoff: float = 0.5
     requests: int = 0
     retries: int = 0
+    headers: dict[str, str] = field(default_factory=dict, repr=False)  # sent with every request, never logged
 
-    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        url = f"{self.base_url.rstrip('/')}/{path.lstrip('/')}"
-        data = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
+    def post(self, path: str, body: dict[str, Any] | None, *, method: str = "POST", any_json: bool = False) -> Any:
+        """``method`` the URL ``base_url/path`` (``path`` empty: ``base_url`` itself) with a JSON ``body``;
+        the answer must be a JSON object unless ``any_json``."""
+        url = f"{self.base_url.rstrip('/')}/{path.lstrip('/')}" if path else self.base_url
+        data = json.dumps(body).encode() if body is not None else None
+        headers = {"Content-Type": "application/json", **self.headers}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
         last = ""
         for attempt in range(self.max_retries + 1):
             self.requests += 1
-            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
+            req = urllib.request.Request(url, data=data, headers=headers, method=method)
             try:
                 with urllib.request.urlopen(req, timeout=self.timeout) as resp:
                     raw = resp.read().decode("utf-8")
@@ -47,7 +50,7 @@ class JSONClient:
                     payload = json.loads(raw)
                 except json.JSONDecodeError:
                     raise APIError(f"{url}: answer is not JSON ({raw[:80]!r}); is this an OpenAI-compatible server?") from None
-                if not isinstance(payload, dict):
+                if not isinstance(payload, dict) and not any_json:
                     raise APIError(f"{url}: expected a JSON object, got {type(payload).__name__}")
                 return payload
             except urllib.error.HTTPError as e:

@@ -1,0 +1,180 @@
+"""HTTP mode against real servers on 127.0.0.1: a plain stdlib server, and `ragtune serve` itself."""
+
+import json
+import socket
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from ragtune import APIError, ConfigError, Pipeline, evaluate, load_corpus
+from ragtune.external.http import HTTPRetriever, evaluate_endpoint
+from tests.helpers import DOCS, write_files
+
+pytest.importorskip("jmespath")
+
+KS = (1, 3, 5)
+
+
+class Search(BaseHTTPRequestHandler):
+    """A search service: GET /q?text=...&n=... or POST /search {"q": ..., "size": ...}; answers nested JSON."""
+
+    pipeline = None
+    seen: list = []
+    fail_first: dict = {}  # query -> how many 429/503s to answer before succeeding
+
+    def log_message(self, *a):
+        pass
+
+    def _answer(self, query, k, headers):
+        type(self).seen.append({"query": query, "k": k, "headers": dict(headers)})
+        left = self.fail_first.get(query, 0)
+        if left:
+            self.fail_first[query] = left - 1
+            self.send_response(429 if left % 2 else 503)
+            self.send_header("Retry-After", "0")
+            self.end_headers()
+            return
+        if headers.get("Authorization") != "Token s3cret":
+            self.send_response(401)
+            self.end_headers()
+            self.wfile.write(b'{"error": "bad token"}')
+            return
+        hits = [{"source": {"file": h.chunk.doc_id, "from": h.chunk.start, "to": h.chunk.end}, "relevance": h.score,
+                 "url": f"https://kb.example.com/{h.chunk.anchor}"}
+                for h in self.pipeline.retriever.search(query, k=k).hits]
+        body = json.dumps({"data": {"results": hits}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        qs = urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+        self._answer(qs["text"][0], int(qs["n"][0]), self.headers)
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        assert isinstance(body["size"], int)
+        self._answer(body["q"], body["size"], self.headers)
+
+
+@pytest.fixture
+def service(corpus, monkeypatch):
+    Search.pipeline = Pipeline.build(corpus)
+    Search.seen = []
+    Search.fail_first = {}
+    monkeypatch.setenv("KB_TOKEN", "Token s3cret")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Search)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", Search.pipeline
+    server.shutdown()
+    server.server_close()
+
+
+SPAN = "{doc_id: source.file, start: source.from, end: source.to, score: relevance}"
+
+
+def test_post_and_get_templates_score_like_the_native_retriever(service, corpus, golden):
+    url, pipeline = service
+    ref = evaluate(pipeline.retriever, golden, corpus, ks=KS)
+    common = dict(corpus=corpus, ks=KS, hits_path="data.results", hit_field=SPAN,
+                  headers={"Authorization": "KB_TOKEN"}, backoff=0.0)
+    post = evaluate_endpoint(url + "/search", golden, body='{"q": "{query}", "size": "{k}"}', **common)
+    get = evaluate_endpoint(url + "/q?text={query}&n={k}", golden, concurrency=4, **common)
+    for got in (post, get):
+        for a, b in zip(ref.questions, got.questions):
+            assert {m: v for m, v in a.scores.items() if "context" not in m} == \
+                pytest.approx({m: v for m, v in b.scores.items() if "context" not in m}), a.id
+        assert got.matching["match_rate"] == 1.0
+    assert post.config["method"] == "POST" and get.config["method"] == "GET"
+    assert {s["query"] for s in Search.seen} == {i.q for i in golden}  # "&" and spaces survived the query string
+    assert all(s["k"] == 100 for s in Search.seen)
+    assert "s3cret" not in json.dumps(post.to_dict())  # headers are never recorded
+    assert post.latency_ms["p50"] > 0 and post.latency_ms["p95"] >= post.latency_ms["p50"]
+
+
+def test_urls_as_identifiers_with_a_base_url(service, corpus, golden):
+    url, pipeline = service
+    got = evaluate_endpoint(url + "/search", golden, corpus=corpus, ks=KS, hits_path="data.results", hit_field="url",
+                            body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"},
+                            base_url="https://kb.example.com/")
+    assert got.matching["match_rate"] == 1.0 and set(got.matching["by_method"]) <= {"anchor", "doc"}
+    assert got.metrics["recall@5"] > 0.5
+
+
+def test_429_and_5xx_are_retried_with_backoff(service, corpus, golden):
+    url, _ = service
+    Search.fail_first = {golden.items[0].q: 2}
+    got = evaluate_endpoint(url + "/search", golden, corpus=corpus, ks=KS, hits_path="data.results", hit_field=SPAN,
+                            body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"}, backoff=0.0)
+    assert got.config["http"] == {"requests": len(golden) + 2, "retries": 2}
+    Search.fail_first = {golden.items[0].q: 5}
+    with pytest.raises(APIError, match="giving up after 2 attempts"):
+        evaluate_endpoint(url + "/search", golden, corpus=corpus, hits_path="data.results", hit_field=SPAN,
+                          body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"}, retries=1,
+                          backoff=0.0)
+
+
+def test_http_errors_and_bad_options_say_what_to_fix(service, corpus, golden, monkeypatch):
+    url, _ = service
+    opts = dict(body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"}, backoff=0.0)
+    with pytest.raises(ConfigError, match="hits path 'results' finds nothing in the answer \\(top-level keys: data\\)"):
+        evaluate_endpoint(url + "/search", golden, corpus=corpus, hits_path="results", **opts)
+    with pytest.raises(ConfigError, match="not a valid JMESPath"):
+        HTTPRetriever(url, hits_path="data.[")
+    with pytest.raises(ConfigError, match="has no \\{query\\}"):
+        HTTPRetriever(url, body='{"q": "x"}')
+    with pytest.raises(ConfigError, match="not JSON"):
+        HTTPRetriever(url, body="{q: {query}}")
+    with pytest.raises(ConfigError, match="http:// or https://"):
+        HTTPRetriever("localhost:8000/search")
+    monkeypatch.delenv("KB_TOKEN")
+    with pytest.raises(ConfigError, match="environment variable KB_TOKEN is not set"):
+        evaluate_endpoint(url + "/search", golden, corpus=corpus, hits_path="data.results", **opts)
+    monkeypatch.setenv("KB_TOKEN", "wrong")
+    with pytest.raises(APIError, match="HTTP 401") as e:
+        evaluate_endpoint(url + "/search", golden, corpus=corpus, hits_path="data.results", **opts)
+    assert "wrong" not in str(e.value)
+
+
+uvicorn = pytest.importorskip("uvicorn")
+
+
+def test_ragtune_serve_over_http_gives_the_metrics_of_the_store_itself(tmp_path, golden, monkeypatch):
+    pytest.importorskip("fastapi")
+    from ragtune.serve.app import create_app
+    from ragtune.store import IndexConfig, IndexStore, build_version, load_pipeline
+
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    store = IndexStore(tmp_path / "s")
+    build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 12}))
+    app = create_app(str(store.root), api_key="k3y")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.time() + 20
+    while not server.started and time.time() < deadline:
+        time.sleep(0.05)
+    try:
+        pipeline = load_pipeline(store)
+        direct = evaluate(pipeline.retriever, golden, pipeline.corpus, ks=KS)
+        monkeypatch.setenv("RAGTUNE_TEST_KEY", "k3y")
+        served = evaluate_endpoint(f"http://127.0.0.1:{port}/search", golden, corpus=pipeline.corpus, ks=KS,
+                                   headers={"X-API-Key": "RAGTUNE_TEST_KEY"}, concurrency=3)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    assert served.matching["by_method"] == {"span": served.matching["hits"]}
+    for a, b in zip(direct.questions, served.questions):
+        assert {m: v for m, v in a.scores.items() if "context" not in m} == \
+            pytest.approx({m: v for m, v in b.scores.items() if "context" not in m}), a.id
+        assert [r["start"] for r in a.retrieved] == [r["start"] for r in b.retrieved]
+    assert direct.metrics["recall@1"] == pytest.approx(served.metrics["recall@1"])
+    assert 0 < direct.metrics["precision@3"] < 1  # fixed 12-word chunks: a ranking with misses, not a trivial one
