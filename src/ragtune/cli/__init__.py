@@ -1,9 +1,6 @@
-"""The ``ragtune`` command line: a thin shell over the public API, one module per command group.
-
-Each handler turns flags into a config and calls the library. Output: ``--json`` prints machine-readable
-output, ``--out FILE`` writes it. Exit codes: 0 success, 1 a check failed (``golden check``, a refused
-migration), 2 bad input (one line on stderr saying what was wrong), 130 interrupted.
-"""
+"""The ``ragtune`` command line: a thin shell over the public API, one module per command group; each handler
+turns flags into a config and calls the library. ``--json`` prints machine-readable output, ``--out FILE`` writes
+it. Exit codes: 0 success, 1 a check failed (golden check, a refused migration), 2 bad input, 130 interrupted."""
 
 from __future__ import annotations
 
@@ -12,7 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import RagtuneError
-from . import compare, corpus, eval, index, search, serve, sweep
+from . import corpus, eval, index, search, serve, sweep
 from ._common import Parser
 
 __all__ = ["build_parser", "main"]
@@ -22,7 +19,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (eval, corpus, search, serve, index, sweep, compare):
+    for module in (eval, corpus, search, serve, index, sweep):
         module.add(sub)
     return parser
 
@@ -40,7 +37,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into head and closed early
         sys.stderr.close()
         return 0
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

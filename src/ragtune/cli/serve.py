@@ -30,8 +30,7 @@ def cmd_log_export(args) -> int:
     from ..serve.run import export_log
 
     n = export_log(args.log, args.out, since=args.since)
-    if args.out:
-        print(f"wrote {n} rows to {args.out}", file=sys.stderr)
+    print(f"wrote {n} rows to {args.out}" if args.out else "", file=sys.stderr, end="\n" if args.out else "")
     return 0
 
 
@@ -45,9 +44,8 @@ def add(sub) -> None:
     p.add_argument("--log", help="telemetry log (default STORE/telemetry.sqlite)")
     p.add_argument("--no-log", action="store_true", dest="no_log", help="do not log answers")
     p.add_argument("--api-key-env", dest="api_key_env", default="RAGTUNE_API_KEY",
-                   help="environment variable holding the API key clients must send as X-API-Key (unset: no key)")
-    p.add_argument("--insecure-no-key", action="store_true", dest="insecure_no_key",
-                   help="allow listening beyond this machine without an API key")
+                   help="environment variable holding the API key clients send as X-API-Key (unset: no key)")
+    p.add_argument("--insecure-no-key", action="store_true", help="allow listening beyond this machine without a key")
     p.add_argument("--docs", action="store_true", help="serve the OpenAPI page at /docs (its assets load from a CDN)")
     p.set_defaults(func=cmd_serve)
 
@@ -56,8 +54,7 @@ def add(sub) -> None:
     p.add_argument("--since", help="only answers this recent, e.g. 7d, 12h")
     p.add_argument("--store", help="show the nearest existing anchors from this store")
     p.add_argument("--embedder", default="minilm")
-    p.add_argument("--distance", type=float_in(1e-9, 2.0), default=0.5,
-                   help="cosine distance that joins clusters, in (0, 2] (default 0.5)")
+    p.add_argument("--distance", type=float_in(1e-9, 2.0), default=0.5, help="cosine distance joining clusters (0.5)")
     add_output(p, "the clusters")
     p.set_defaults(func=cmd_gaps)
 

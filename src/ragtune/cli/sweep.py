@@ -1,4 +1,4 @@
-"""ragtune sweep."""
+"""ragtune sweep, ragtune compare."""
 
 from __future__ import annotations
 
@@ -13,21 +13,40 @@ def cmd_sweep(args) -> int:
     from ..golden import load_golden
     from ..sweep import load_grid, sweep
 
-    grid = load_grid(args.grid, metric=args.metric)
-    golden = load_golden(args.golden, split=args.split)
-    corpus = load_corpus(args.corpus)
-    grid = grid.resolved(corpus.kind)
-    specs = grid.all_specs
+    grid, golden, corpus = load_grid(args.grid, metric=args.metric), load_golden(args.golden, split=args.split), \
+        load_corpus(args.corpus)
+    specs = grid.resolved(corpus.kind).all_specs
     print(f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid"
           f"{'' if len(specs) == len(grid.specs) else ' + the baseline'}), metric {grid.metric}, "
           f"{len(golden)} questions; results in {args.out}", file=sys.stderr)
-    if args.dry_run:  # (--out is the sweep's folder here, so output goes to stdout only)
+    if args.dry_run:  # (--out is the sweep's folder here: output goes to stdout only)
         print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
               if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))
         return 0
     result = sweep(corpus, golden, grid, args.out, show_progress=True)
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
+    return 0
+
+
+def cmd_compare(args) -> int:
+    from ..evaluate.compare import compare
+
+    golden = corpus = None
+    if args.golden:
+        from ..golden import load_golden
+
+        golden = load_golden(args.golden, split=args.split)
+    if args.corpus:
+        from ..corpus import load_corpus
+
+        corpus = load_corpus(args.corpus)
+    metrics = [m.strip() for ms in args.metric or ["recall@10"] for m in ms.split(",") if m.strip()]
+    report = compare(args.runs, golden, baseline=args.baseline, metrics=metrics, test=args.test,
+                     correction=args.correction, samples=args.samples, seed=args.seed, corpus=corpus)
+    if args.out:
+        report.write(args.out)
+    print(report.to_json() if args.json else report.to_text() + (f"\n\nwrote {args.out}" if args.out else ""))
     return 0
 
 
@@ -38,8 +57,24 @@ def add(sub) -> None:
     p.add_argument("--split", default=None)
     p.add_argument("--grid", required=True, help="grid file (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
-    p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr, ndcg@10")
+    p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr")
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")
     p.set_defaults(func=cmd_sweep)
+
+    p = sub.add_parser("compare", help="compare systems with a baseline question by question (paired tests)")
+    p.add_argument("runs", nargs="+", help="eval --out JSON files, sweep folders/results.json, TREC run files "
+                                           "(with --golden); the first is the baseline unless --baseline says")
+    p.add_argument("--baseline", help="the baseline's name (a file stem or a sweep label; 'baseline' for a sweep's)")
+    p.add_argument("--metric", action="append", help="metric(s), repeat or comma-separate (default recall@10)")
+    p.add_argument("--golden", help="golden set to score TREC run files with")
+    p.add_argument("--split", default=None)
+    p.add_argument("--corpus", help="corpus to map TREC hits to anchors")
+    p.add_argument("--test", default="randomization", help="randomization (default), bootstrap or t-test")
+    p.add_argument("--correction", default="holm", help="holm (default), bonferroni or none")
+    p.add_argument("--samples", type=int_in(1, 10_000_000), default=10000)
+    p.add_argument("--seed", type=int_in(0), default=0)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--out", metavar="FILE", help="write the report: .md, .html or .json by the suffix")
+    p.set_defaults(func=cmd_compare)

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..types import Ranking
 
-__all__ = ["Retriever", "search", "top_k"]
+__all__ = ["Retriever", "check_query", "search", "top_k"]
 
 
 @runtime_checkable
@@ -19,6 +19,18 @@ class Retriever(Protocol):
     name: str
 
     def search(self, query: str, k: int = 10, filters: Any = None) -> Ranking: ...
+
+
+def check_query(query: Any, *, max_chars: int = 10_000) -> str:
+    """A query worth searching for: a non-empty string of at most ``max_chars`` characters, else ConfigError."""
+    from ..errors import ConfigError
+
+    if not isinstance(query, str) or not query.strip():
+        raise ConfigError("the query is empty; pass the question to search for, e.g. ragtune search --corpus docs/ "
+                          "\"refund window\"")
+    if len(query) > max_chars:
+        raise ConfigError(f"the query has {len(query)} characters; the limit is {max_chars}")
+    return query
 
 
 def search(retriever: Retriever, query: str, k: int, filters: Any = None) -> Ranking:
