@@ -36,6 +36,11 @@ def holm_reference(ps):
     return out
 
 
+def table_rows(text):
+    """The numbered configuration rows of a printed sweep table."""
+    return [line for line in text.splitlines() if re.match(r"\s*\d+ ", line)]
+
+
 @pytest.fixture
 def setup(tmp_path):
     corpus = load_corpus(write_files(tmp_path / "c", SWEEP_DOCS))
@@ -74,9 +79,11 @@ def test_sweep_writes_results_and_report(setup):
     assert best["p_holm"] == pytest.approx(min(1.0, 5 * best["p"])) and best["p_holm"] > best["p"]
     assert by_label[F40]["vs_baseline"]["p"] == pytest.approx(1.0)  # one loss, nothing else differs
     table = res.table()
-    assert "(baseline)" in table and "vs baseline" in table.splitlines()[0]
-    first_row = table.splitlines()[1]
-    assert "yes" in first_row and "+0.500" in first_row and "5/5/0" in first_row
+    assert any("vs baseline" in line for line in table.splitlines())
+    rows = table_rows(table)  # numbered rows, best first
+    assert len(rows) == 6 and "(baseline)" in rows[3]
+    assert "yes" in rows[0] and "+0.500" in rows[0] and "5/5/0" in rows[0]
+    assert "-0.200" in rows[5] and "0/8/2" in rows[5]
     html = (out / "report.html").read_text()
     assert "http://" not in html and "https://" not in html and "<script src" not in html
     embedded = json.loads(html.split('<script type="application/json" id="data">')[1].split("</script>")[0].replace("<\\/", "</"))
@@ -146,7 +153,8 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     assert main(["sweep", *args]) == 0
     text = capsys.readouterr().out
     assert "(baseline)" in text and "report.html" in text
-    rows = text.splitlines()[1:4]  # ranked: the baseline (8-token windows) first, whole sections last
+    rows = table_rows(text)  # ranked: the baseline (8-token windows) first, whole sections last
+    assert len(rows) == 3
     assert "(baseline)" in rows[0] and "-0.100" in rows[1] and "0/9/1" in rows[1] and "-0.200" in rows[2] and "0/8/2" in rows[2]
     # compare two plain eval outputs: 8-token windows against the default for markdown (whole sections, no prefix)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
