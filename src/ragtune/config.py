@@ -138,7 +138,10 @@ def read_config_file(path: str) -> dict[str, Any]:
 
     import yaml
 
+    from .io import check_regular_file
+
     p = Path(path)
+    check_regular_file(p, "config file")
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as e:

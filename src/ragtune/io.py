@@ -8,7 +8,7 @@ from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["write_text", "write_json", "write_jsonl"]
+__all__ = ["write_text", "write_json", "write_jsonl", "check_regular_file"]
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -29,3 +29,19 @@ def write_json(path: str | os.PathLike[str], data: Any) -> None:
 
 def write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
     write_text(path, "".join(json.dumps(r, ensure_ascii=False, default=str) + "\n" for r in rows))
+
+
+def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> None:
+    """Refuse a path that is not a regular file before anything reads it: reading a FIFO or a device would block
+    forever or never end."""
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as e:
+        raise ConfigError(f"cannot read {what} {os.fspath(path)}: {e.strerror or e}") from None
+    if not stat.S_ISREG(mode):
+        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
+                else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+                else "not a regular file")
+        raise ConfigError(f"{os.fspath(path)} is {kind}, not a regular file; remove it or point at regular files")

@@ -24,7 +24,15 @@ TEXT_SUFFIXES = (".txt",)
 
 
 def read_text_file(path: Path) -> str:
-    """Read a UTF-8 file (a leading BOM is dropped); errors name the file and position."""
+    """Read a UTF-8 file (a leading BOM is dropped); errors name the file and position. Anything but a regular
+    file (a FIFO would block forever) is refused before it is opened."""
+    from ..errors import ConfigError
+    from ..io import check_regular_file
+
+    try:
+        check_regular_file(path)
+    except ConfigError as e:
+        raise CorpusError(str(e)) from None
     try:
         data = path.read_bytes()
     except OSError as e:

@@ -159,8 +159,14 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
 def load_grid(path: str | os.PathLike[str], *, metric: str | None = None) -> Grid:
     """Read and validate a grid file; ``metric`` overrides the file's metric."""
     p = Path(path)
-    if not p.is_file():
+    if not p.exists():
         raise GridError(f"grid file {str(p)!r} does not exist")
+    from ..io import check_regular_file
+
+    try:
+        check_regular_file(p, "grid file")
+    except ConfigError as e:
+        raise GridError(str(e)) from None
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
