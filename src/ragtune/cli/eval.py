@@ -11,6 +11,8 @@ def cmd_eval(args) -> int:
     from ..pipeline import compare_candidates, run_eval
     from ..render import render_answer_metrics, render_candidates, render_eval
 
+    if args.endpoint or args.run:
+        return cmd_eval_external(args)
     golden = load_golden(args.golden, split=args.split)
     flt = filters(args)
     pipeline = load_pipeline(args)
@@ -41,6 +43,17 @@ def cmd_eval(args) -> int:
     text += render_answer_metrics(answers) if answers else ""
     text += "\n" + render_candidates(table, args.rerank) if table else ""
     emit(args, _finite(data), text)
+    return 0
+
+
+def cmd_eval_external(args) -> int:
+    """--endpoint URL or --run FILE: an outside retriever's rankings, scored like ragtune's own."""
+    from ..evaluate.evaluate import _finite
+    from ..external.cli import evaluate_outside
+    from ..render import render_eval
+
+    result, summary = evaluate_outside(args)
+    emit(args, _finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
     return 0
 
 
@@ -76,6 +89,23 @@ def add(sub) -> None:
     a.add_argument("--price-out", type=finite_float, default=0.0, dest="price_out", help="LLM: $ per million output tokens")
     a.add_argument("--dry-run", action="store_true", dest="dry_run",
                    help="estimate the LLM calls, tokens and cost of --answers (retrieval only), then stop")
+    o = p.add_argument_group("outside retrievers (docs/guide/external-retrievers.md)")
+    o.add_argument("--endpoint", metavar="URL", help="evaluate a search service over HTTP instead of a ragtune pipeline")
+    o.add_argument("--run", metavar="FILE", help="score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL")
+    o.add_argument("--body", metavar="JSON", help='request body template, default {"query": "{query}", "k": "{k}"}')
+    o.add_argument("--http-method", dest="http_method", choices=["GET", "POST"], help="default: GET when the URL holds {query}, else POST")
+    o.add_argument("--hits-path", default="hits", dest="hits_path", metavar="JMESPATH",
+                   help="where the hit list is in the answer (default hits)")
+    o.add_argument("--hit-field", dest="hit_field", metavar="JMESPATH",
+                   help="what identifies a hit (default: its anchor/id/path/url/text fields)")
+    o.add_argument("--header", action="append", default=[], metavar="NAME=ENVVAR",
+                   help="send header NAME with the value of environment variable ENVVAR (repeatable; never printed)")
+    o.add_argument("--concurrency", type=int_in(1, 256), default=1, help="questions in flight at once (default 1)")
+    o.add_argument("--timeout", type=finite_float, default=30.0, help="seconds per request (default 30)")
+    o.add_argument("--retries", type=int_in(0, 20), default=3, help="retries on 429/5xx/timeouts (default 3)")
+    o.add_argument("--base-url", dest="base_url", metavar="URL", help="cut off hit URLs to get corpus paths")
+    o.add_argument("--path-prefix", dest="path_prefix", metavar="PREFIX", help="cut off hit paths to get corpus paths")
+    o.add_argument("--no-fuzzy", action="store_false", dest="fuzzy", help="locate text hits exactly or normalised only")
     p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
     add_output(p, "every metric and per-question detail")
     p.set_defaults(func=cmd_eval)

@@ -281,7 +281,8 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
     for tag in sorted({t for q in answerable for t in q.tags}):
         tagged = [q for q in answerable if tag in q.tags]
         by_tag[tag] = {**_mean_scores(tagged, keys), "n": len(tagged)}
-    latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}}
+    latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}} \
+        if stage_times else {}  # rankings read from a file carry no timings
     return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency, dict(matching) if matching else {})
 
 

@@ -60,7 +60,7 @@ def as_fetch(retriever: Any) -> tuple[Callable[[str, int], Any], str]:
 
 
 def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, question: str = "",
-                    field: str | None = None, seconds: float = 0.0) -> Ranking:
+                    field: str | None = None, seconds: float | None = None) -> Ranking:
     """Raw hits (best first) -> a :class:`Ranking` of at most ``k`` matched chunks; scores default to ``-rank``."""
     if raw is None:
         raw = []
@@ -72,7 +72,7 @@ def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, questi
         h = to_hit(item, field=field, where=f"question {question!r} hit {rank}")
         chunk, _ = matcher.match(h, question=question, rank=rank)
         hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))
-    return Ranking(query, tuple(hits), {STAGE: seconds})
+    return Ranking(query, tuple(hits), {STAGE: seconds} if seconds is not None else {})
 
 
 class ExternalRetriever:

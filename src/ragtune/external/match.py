@@ -9,7 +9,8 @@ whose span decides what it covers, with the same rule as a ragtune chunk
   (and, like any chunk inside it, the sections that enclose it);
 - a URL is turned into a path and fragment (``base_url`` and ``path_prefix``
   are cut off first), then matched as above;
-- ``start``/``end`` offsets with a document cover exactly that span;
+- ``start``/``end`` offsets with a document cover exactly that span, and so
+  does an identifier ``doc@start-end`` (a span id, as ``ragtune export`` writes);
 - text is located in the corpus (in the named document when there is one):
   exactly first, then on normalised text (words only: whitespace, case and
   markdown markup ignored), then fuzzily (shared word trigrams, at least
@@ -42,6 +43,7 @@ __all__ = ["HitMatcher", "MatchReport", "Unmatched", "AnchorsOnly", "METHODS"]
 METHODS = ("span", "anchor", "doc", "text_exact", "text_normalised", "text_fuzzy", "unmatched")
 
 _WORD = re.compile(r"\w+", re.UNICODE)
+_SPAN_ID = re.compile(r"^(.+)@(\d+)-(\d+)$")
 _SHINGLE = 3
 _UNMATCHED_KEPT = 200  # unmatched hits listed in a report (all are counted)
 
@@ -183,6 +185,9 @@ class HitMatcher:
             return Chunk(id=ident, doc_id=ident, text=hit.text or "", start=0, end=1, embed_text=""), "anchor", ""
         if hit.ident is None:
             return self._locate(hit.text or "", None)
+        m = _SPAN_ID.match(hit.ident)
+        if m and m.group(1) in self.corpus and hit.start is None:  # "doc@start-end", as write_trec_run(ids="span") writes
+            hit = ExternalHit(m.group(1), hit.text, hit.score, int(m.group(2)), int(m.group(3)), hit.kind)
         doc_id, frag = self._resolve_ident(hit.ident, hit.kind)
         if doc_id is None:
             if hit.text:
