@@ -250,10 +250,9 @@ const legendEntry = g => `<div class="item"><i style="background:${g.col}"></i><
     s += `<circle class="pt" cx="${X(p.x)}" cy="${Y(p.y)}" r="${p.c === base ? 6 : 4.5}" fill="${p.c === base ? '#fff' : onF ? '#11845b' : '#3055d8'}" stroke="${p.c === base ? '#1d2330' : 'none'}" stroke-width="2" opacity=".85"><title>${esc(p.c.label)}\n${M} ${fmt(p.y)} [${ciText(p.ci)}]\nlatency p50 ${fmtMs(p.x)} ms, p95 ${fmtMs(lat(p.c, 'p95'))} ms\n${esc(stagesText(p.c))}${onF ? '\nPareto-optimal' : ''}</title></circle>`; }
   document.getElementById('scatter').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="${w}">${s}</svg><div class="legend"><span class="item"><i style="background:#11845b"></i>Pareto-optimal</span><span class="item"><i style="background:#3055d8"></i>other</span><span class="item"><i style="background:#fff;border:2px solid #1d2330;box-sizing:border-box"></i>baseline</span></div>`;
   // latency by stage: the frontier and the baseline, then every configuration on request
-  const names = [...new Set(C.flatMap(c => stages(c).map(([s]) => s)))];
-  const table = list => '<table class="stages"><thead><tr><th class="l">configuration</th><th>' + esc(M) + '</th><th>p50 ms</th><th>p95 ms</th>' + names.map(n => `<th>${brk(n)} p50</th>`).join('') + '</tr></thead><tbody>' +
+  const table = list => { const names = [...new Set(list.flatMap(c => stages(c).map(([s]) => s)))]; return '<table class="stages"><thead><tr><th class="l">configuration</th><th>' + esc(M) + '</th><th>p50 ms</th><th>p95 ms</th>' + names.map(n => `<th>${brk(n)} p50</th>`).join('') + '</tr></thead><tbody>' +
     list.map(c => { const st = Object.fromEntries(stages(c)); return `<tr class="${c === base ? 'base' : ''}"><td class="l">${brk(c.label)}</td><td>${fmt(val(c))}<small class="ci">${ciText(ciOf(c))}</small></td><td>${fmtMs(lat(c))}</td><td>${fmtMs(lat(c, 'p95'))}</td>` +
-      names.map(n => `<td>${st[n] ? fmtMs(st[n].p50) : '–'}</td>`).join('') + '</tr>'; }).join('') + '</tbody></table>';
+      names.map(n => `<td>${st[n] ? fmtMs(st[n].p50) : '–'}</td>`).join('') + '</tr>'; }).join('') + '</tbody></table>'; };
   const key = [...new Set([...front.map(p => p.c), base])];
   document.getElementById('stages').innerHTML = `<h3 style="font-size:14px;margin:12px 0 4px">Latency by stage (ms), Pareto-optimal and baseline</h3>${table(key)}` +
     `<details><summary>all ${C.length} configurations</summary>${table([...C].sort((a, b) => (lat(a) ?? Infinity) - (lat(b) ?? Infinity)))}</details>` +
