@@ -5,7 +5,8 @@ for embedders that expose ``input_keys``, of the token ids the model sees after
 truncation (two chunks that agree on their first ``max_tokens`` tokens get the
 same vector from the model, so they share one entry);
 vectors are stored as float32 bytes in SQLite (no pickle), safe for several
-processes.
+processes. The cache also keeps each model's measured speed (texts per second on
+this machine), so the next run can say how long its cache misses will take.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import hashlib
 import os
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from ..progress import progress_iter
+from ..progress import format_duration, note, progress_iter, status
 from .base import Embedder
 
 __all__ = ["EmbeddingCache", "CachedEmbedder", "default_cache_dir"]
@@ -37,6 +39,7 @@ class EmbeddingCache:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, dim INTEGER, vec BLOB, "
                          "PRIMARY KEY (model, key))")
+        self._db.execute("CREATE TABLE IF NOT EXISTS speeds (model TEXT PRIMARY KEY, texts_per_s REAL)")
         self._db.commit()
 
     @staticmethod
@@ -56,6 +59,16 @@ class EmbeddingCache:
         rows = [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
         with self._db:
             self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+
+    def speed(self, model: str) -> float | None:
+        """Texts per second last measured for ``model`` on this machine (None: never measured)."""
+        row = self._db.execute("SELECT texts_per_s FROM speeds WHERE model = ?", (model,)).fetchone()
+        return float(row[0]) if row and row[0] and row[0] > 0 else None
+
+    def put_speed(self, model: str, texts_per_s: float) -> None:
+        if texts_per_s > 0:
+            with self._db:
+                self._db.execute("INSERT OR REPLACE INTO speeds VALUES (?, ?)", (model, float(texts_per_s)))
 
     def count(self, model: str | None = None) -> int:
         if model is None:
@@ -119,16 +132,56 @@ class CachedEmbedder:
         self.stats["hits"] += len(texts) - len(missing)  # served without embedding (cached or repeated)
         self.stats["misses"] += len(missing)
         missing.sort(key=lambda k: len(text_of[k]))
-        starts = range(0, len(missing), self.batch)
-        for s in progress_iter(starts, f"embedding {len(missing)} texts", enabled=self.show_progress and len(missing) > self.batch):
-            ks = missing[s:s + self.batch]
-            vecs = self.inner.embed([text_of[k] for k in ks])
-            new = dict(zip(ks, vecs))
-            self.cache.put_many(model, new)
-            found.update(new)
+        if missing:
+            self._embed_missing(model, missing, text_of, found)
         if not texts:
             return np.zeros((0, self.inner.dim), dtype=np.float32)
         return np.stack([found[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _short_name(self) -> str:
+        """``all-MiniLM-L6-v2`` for ``sentence-transformers/all-MiniLM-L6-v2@onnx-int8``."""
+        return self.inner.model_id.split("@")[0].rstrip("/").rsplit("/", 1)[-1] or self.inner.model_id
+
+    def _embed_missing(self, model: str, missing: list[str], text_of: dict[str, str],
+                       found: dict[str, np.ndarray]) -> None:
+        """Embed the cache misses in steps, storing each step. With ``show_progress``: the model loads under a
+        spinner, one line on stderr announces the work with an estimate (from the speed stored for this model,
+        else from timing the first step), and a bar with an ETA follows the rest."""
+        step = max(1, min(self.batch, 32))  # progress granularity; the inner embedder batches on its own
+        done = 0
+        seconds = 0.0
+
+        def run(ks: list[str]) -> None:
+            nonlocal done, seconds
+            t0 = time.perf_counter()
+            vecs = self.inner.embed([text_of[k] for k in ks])
+            seconds += time.perf_counter() - t0
+            done += len(ks)
+            new = dict(zip(ks, vecs))
+            self.cache.put_many(model, new)
+            found.update(new)
+
+        n = len(missing)
+        if self.show_progress:
+            warm_up = getattr(self.inner, "warm_up", None)
+            if warm_up is not None:
+                with status(f"loading {self._short_name()}"):
+                    warm_up()
+            rate = self.cache.speed(model)
+            if rate is None:  # time one step of typical (median-length) texts first
+                mid = max(0, min(n // 2 - step // 2, n - step))
+                missing = missing[mid:mid + step] + missing[:mid] + missing[mid + step:]
+                run(missing[:step])
+                rate = done / seconds if seconds > 0 else None
+            eta = format_duration(n / rate) if rate else "time unknown"
+            note(f"embedding {n:,} chunks with {self._short_name()}, {eta} on this machine; cached for later runs")
+        rest = missing[done:]
+        starts = range(0, len(rest), step)
+        for s in progress_iter(starts, f"embedding {n:,} chunks", enabled=self.show_progress, total=len(rest),
+                               weights=(min(step, len(rest) - s) for s in starts)):
+            run(rest[s:s + step])
+        if done >= 8 and seconds > 0:  # too few texts time model start-up more than throughput
+            self.cache.put_speed(model, done / seconds)
 
     def memoize_queries(self, queries: Sequence[str]) -> list[float]:
         """Embed ``queries`` once now and serve them from memory afterwards (a sweep asks the same

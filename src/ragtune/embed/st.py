@@ -1,7 +1,9 @@
 """sentence-transformers adapter: any Hugging Face model id or local folder.
 
 Behind the ``st`` extra (torch CPU). Loading a hub id needs the network the
-first time; a local folder works offline.
+first time; a local folder or a model in the Hugging Face cache works offline.
+A model that is none of these fails in about a second when the hub is
+unreachable (see :mod:`ragtune.embed.hub`), not after a minute of retries.
 """
 
 from __future__ import annotations
@@ -30,12 +32,19 @@ class SentenceTransformerEmbedder:
     def warm_up(self) -> None:
         if self._model is not None:
             return
+        import importlib.util
+
+        from ..progress import status
+        from .hub import require_model
+
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise MissingDependencyError("the sentence-transformers embedder needs: pip install 'ragtune[st]'")
+        local_only = require_model(self.model_name, what="sentence-transformers model", flag="--embedder st:")
         try:
-            from sentence_transformers import SentenceTransformer
-        except ImportError:
-            raise MissingDependencyError("the sentence-transformers embedder needs: pip install 'ragtune[st]'") from None
-        try:
-            self._model = SentenceTransformer(self.model_name, device=self.device)
+            with status(f"loading {self.model_name}"):
+                from sentence_transformers import SentenceTransformer
+
+                self._model = SentenceTransformer(self.model_name, device=self.device, local_files_only=local_only)
         except OSError as e:
             raise ConfigError(f"cannot load sentence-transformers model {self.model_name!r}: {e}") from None
 

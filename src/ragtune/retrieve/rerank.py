@@ -58,7 +58,10 @@ class EmbeddingReranker:
 
 
 class CrossEncoderReranker:
-    """Scores (query, chunk) pairs jointly. The model loads on first use."""
+    """Scores (query, chunk) pairs jointly. The model loads on first use, under a spinner on a terminal.
+
+    A model that is not a local folder nor in the Hugging Face cache fails in about a second when the
+    hub is unreachable (:func:`ragtune.embed.hub.require_model`), instead of a minute of network retries."""
 
     name = "cross-encoder"
 
@@ -73,12 +76,20 @@ class CrossEncoderReranker:
     def warm_up(self) -> None:
         if self._model is not None:
             return
+        import importlib.util
+
+        from ..embed.hub import require_model
+        from ..progress import status
+
+        if importlib.util.find_spec("sentence_transformers") is None:
+            raise MissingDependencyError("the cross-encoder reranker needs: pip install 'ragtune[st]'")
+        local_only = require_model(self.model_name, what="cross-encoder", flag="--rerank-model ")
         try:
-            from sentence_transformers import CrossEncoder
-        except ImportError:
-            raise MissingDependencyError("the cross-encoder reranker needs: pip install 'ragtune[st]'") from None
-        try:
-            self._model = CrossEncoder(self.model_name, max_length=self.max_length, device=self.device)
+            with status(f"loading {self.model_name}"):
+                from sentence_transformers import CrossEncoder
+
+                self._model = CrossEncoder(self.model_name, max_length=self.max_length, device=self.device,
+                                           local_files_only=local_only)
         except OSError as e:
             raise ConfigError(f"cannot load cross-encoder {self.model_name!r}: {e}") from None
 
