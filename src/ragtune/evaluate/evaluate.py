@@ -18,7 +18,8 @@ from ..progress import progress_iter
 from ..retrieve.base import Retriever
 from ..retrieve.base import search as run_search
 from ..types import Chunk, Ranking
-from .metrics import hit_at_k, ndcg_at_k, precision_at_k, recall_at_k, reciprocal_rank
+from .metrics import (average_precision_at_k, hit_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k,
+                      reciprocal_rank)
 
 __all__ = ["evaluate", "evaluate_rankings", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
 
@@ -77,6 +78,12 @@ def score_judgement(j: Judgement, ks: Sequence[int]) -> dict[str, float]:
         s[f"precision@{k}"] = precision_at_k(j.rank_hits, k)
     s["mrr"] = reciprocal_rank(j.first_ranks)
     s[f"ndcg@{NDCG_K}"] = ndcg_at_k(j.first_ranks, j.grades, NDCG_K)
+    for k in ks:
+        if k != NDCG_K:
+            s[f"ndcg@{k}"] = ndcg_at_k(j.first_ranks, j.grades, k)
+    for k in ks:
+        s[f"map@{k}"] = average_precision_at_k(j.first_ranks, j.rank_hits, k)
+    s["r_precision"] = r_precision(j.first_ranks, j.rank_hits)
     return s
 
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k", "dcg_discounts"]
+__all__ = ["recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k", "dcg_discounts",
+           "average_precision_at_k", "r_precision"]
 
 
 def recall_at_k(first_ranks: np.ndarray, k: int) -> float:
@@ -68,3 +69,25 @@ def ndcg_at_k(first_ranks: np.ndarray, grades: np.ndarray, k: int) -> float:
     ideal = np.sort(grades)[::-1][:k]
     idcg = float(np.sum(ideal * dcg_discounts(ideal.size)))
     return min(1.0, dcg / idcg) if idcg > 0 else 0.0
+
+
+def average_precision_at_k(first_ranks: np.ndarray, rank_hits: np.ndarray, k: int) -> float:
+    r"""Average precision over the top ``k`` (trec_eval's ``map_cut_k`` for one question).
+
+    :math:`AP@k = \frac{1}{|R|} \sum_{a : rank_a \le k} P@rank_a`, where :math:`P@r` is the share of the
+    top ``r`` positions covering a relevant anchor; an anchor never covered in the top ``k`` adds 0.
+    """
+    if first_ranks.size == 0:
+        return float("nan")
+    hits_upto = np.cumsum(rank_hits[:k], dtype=np.float64)
+    inside = first_ranks[first_ranks <= k].astype(np.int64)
+    if inside.size == 0:
+        return 0.0
+    return float(np.sum(hits_upto[inside - 1] / inside) / first_ranks.size)
+
+
+def r_precision(first_ranks: np.ndarray, rank_hits: np.ndarray) -> float:
+    """Precision at ``R``, the number of relevant anchors (trec_eval's ``Rprec``)."""
+    if first_ranks.size == 0:
+        return float("nan")
+    return precision_at_k(rank_hits, int(first_ranks.size))
