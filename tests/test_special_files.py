@@ -36,3 +36,13 @@ def test_fifos_in_a_corpus_golden_set_grid_or_config_are_refused(tmp_path):
         assert r.returncode == 2, (args, r.stderr)
         lines = r.stderr.strip().splitlines()
         assert len(lines) == 1 and "FIFO (named pipe), not a regular file" in lines[0], (args, r.stderr)
+
+
+def test_non_finite_numbers_in_filters_are_refused():
+    from ragtune.errors import ConfigError
+    from ragtune.retrieve.filters import parse_filter
+
+    for bad in ("year>nan", "year>inf", "year = -inf", "x in [1, NaN]", "x < Infinity"):
+        with pytest.raises(ConfigError, match="is not a finite number"):
+            parse_filter(bad)
+    assert parse_filter("x = 'nan'").value == "nan" and parse_filter("x > 1e3").value == 1000.0

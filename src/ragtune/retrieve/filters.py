@@ -148,9 +148,13 @@ def _value(tok: tuple[str, str] | tuple[str, str, int]) -> Any:
         return int(text)
     except ValueError:
         try:
-            return float(text)
+            value = float(text)
         except ValueError:
             return text
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"invalid filter: {text[:20]!r} is not a finite number; compare with a number, or quote "
+                              f"it ('{text[:20]}') to compare text")
+        return value
 
 
 MAX_FILTER_CHARS = 4096
