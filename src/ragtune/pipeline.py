@@ -132,7 +132,10 @@ class PipelineConfig:
         else:
             if "embedder" in chunker.options and self.embedder != "minilm":
                 copts["embedder"] = self.embedder  # the semantic chunker embeds with the pipeline's model
-            set_("chunker_options", _items(_minimal(chunker, copts, {"prefix": bool(self.prefix)})))
+            kept = _minimal(chunker, copts, {"prefix": bool(self.prefix)})
+            if "tokenizer" in copts and retriever.uses_embedder:  # explicit, even "regex": overrides the embedder's
+                kept["tokenizer"] = copts["tokenizer"]
+            set_("chunker_options", _items(kept))
         set_("retriever_options", _items(_minimal(retriever, dict(self.retriever_options), {})))
         if self.rerank is None:
             if self.rerank_options:
@@ -151,7 +154,16 @@ class PipelineConfig:
         c = self.resolved(corpus_kind) if corpus_kind else self
         if c.chunker == "auto":
             raise ConfigError("chunker 'auto' is resolved per corpus: pass the corpus kind")
-        return CHUNKERS.config(c.chunker, {**dict(c.chunker_options), "prefix": bool(c.prefix)})
+        options = {**dict(c.chunker_options), "prefix": bool(c.prefix)}
+        if "tokenizer" not in options and c.uses_vectors and "tokenizer" in CHUNKERS.get(c.chunker).options:
+            from .embed.window import embedder_tokenizer
+
+            # sizes count the tokens the embedder sees (regex stays the default for BM25 and when the
+            # embedder's tokenizer is not available offline); an explicit tokenizer option wins
+            tokenizer = embedder_tokenizer(c.embedder)
+            if tokenizer:
+                options["tokenizer"] = tokenizer
+        return CHUNKERS.config(c.chunker, options)
 
     def retriever_config(self):
         return RETRIEVERS.config(self.retriever, dict(self.retriever_options))
@@ -449,6 +461,29 @@ class Pipeline:
         return out
 
 
+_WARNED_WINDOW: set[str] = set()
+
+
+def warn_window(config: PipelineConfig, chunks: Sequence[Chunk], embedder: Any) -> Any:
+    """Warn on stderr, once per configuration, when the embedder's window cuts some chunks (prefix included),
+    with the share affected. Returns the :class:`~ragtune.embed.window.WindowOverflow` (None: not countable)."""
+    from .embed.window import window_overflow
+
+    try:
+        found = window_overflow(embedder, [c.embed_text for c in chunks])
+    except Exception:  # counting is advice: a tokenizer that cannot load must not stop the pipeline
+        return None
+    if found is not None and found.over and config.key not in _WARNED_WINDOW:
+        import sys
+
+        _WARNED_WINDOW.add(config.key)
+        print(f"warning: {config.label}: {found.over:,} of {found.total:,} chunks ({found.share:.0%}) are longer than "
+              f"the embedder's {found.max_tokens}-token window and are cut when embedded, losing "
+              f"{found.tokens_lost / found.over:.0f} tokens each on average (prefix and special tokens included); use a smaller chunk size{' or no prefix' if config.prefix else ''} to embed whole chunks",
+              file=sys.stderr, flush=True)
+    return found
+
+
 def build_pipeline(corpus: Corpus, config: PipelineConfig, *, resources: Resources | None = None,
                    chunking: tuple[Sequence[Chunk], Sequence[Chunk]] | None = None, chunker: Any = None,
                    base: Retriever | None = None, version: str | None = None) -> Pipeline:
@@ -465,6 +500,8 @@ def build_pipeline(corpus: Corpus, config: PipelineConfig, *, resources: Resourc
     chunks, parents = chunking
     if not chunks:
         raise ConfigError(f"the {chunker.name} chunker produced no chunks: every document is empty")
+    if config.uses_vectors and resources.stored is None:  # a stored index was checked when it was built
+        warn_window(config, chunks, resources.embedder())
     if base is None:
         base = RETRIEVERS.build(config.retriever, chunks, resources, options=config.retriever_config())
     reranker = RERANKERS.build(config.rerank, options=config.reranker_config()) if config.rerank else None

@@ -67,6 +67,7 @@ class OnnxEmbedder:
         self.passage_prefix = passage_prefix
         self._session = None
         self._tokenizer = None
+        self._counter = None
         self._inputs: set[str] = set()
         self._key: str | None = None
 
@@ -120,6 +121,16 @@ class OnnxEmbedder:
         finally:
             tok.enable_padding()
         return [hashlib.sha256(np.asarray(e.ids, dtype=np.int32).tobytes()).hexdigest() for e in encs]
+
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model would read for each passage before truncation: prefix and special tokens included."""
+        if self._counter is None:
+            from tokenizers import Tokenizer
+
+            self._counter = Tokenizer.from_file(str(self.tokenizer_path))
+            self._counter.no_truncation()
+            self._counter.no_padding()
+        return [len(e.ids) for e in self._counter.encode_batch([self.passage_prefix + t for t in texts])]
 
     def warm_up(self) -> None:
         if self._session is not None:

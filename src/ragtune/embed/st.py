@@ -59,6 +59,12 @@ class SentenceTransformerEmbedder:
         self.warm_up()
         return int(self._model.max_seq_length)  # type: ignore[union-attr]
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model would read for each passage before truncation (special tokens included)."""
+        self.warm_up()
+        tok = self._model.tokenizer  # type: ignore[union-attr]
+        return [len(ids) for ids in tok([self.passage_prefix + t for t in texts], truncation=False)["input_ids"]]
+
     @property
     def cache_key(self) -> str:
         self.warm_up()

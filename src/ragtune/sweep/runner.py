@@ -276,7 +276,7 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
 def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders) -> dict:
     label = spec.label
     progress.stage(i, label, "chunking")
-    ckey = (spec.chunker, spec.prefix, spec.chunker_options)
+    ckey = (spec.chunker, spec.prefix, spec.chunker_options, repr(spec.chunker_config(corpus.kind)))  # + tokenizer
     if ckey in chunk_cache:
         chunker, chunks, parents = chunk_cache[ckey]
         chunk_cache.move_to_end(ckey)
