@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_float, int_in, int_list, load_pipeline
+import sys
+
+from ..errors import ConfigError
+from ._common import (K, add_output, add_pipeline_flags, emit, filters, finite_float, float_in, int_in, int_list,
+                      load_pipeline)
 
 
 def cmd_eval(args) -> int:
@@ -11,6 +15,7 @@ def cmd_eval(args) -> int:
     from ..pipeline import compare_candidates, run_eval
     from ..render import render_answer_metrics, render_candidates, render_eval
 
+    _check_gate_flags(args)
     if args.endpoint or args.run:
         return cmd_eval_external(args)
     golden = load_golden(args.golden, split=args.split)
@@ -42,8 +47,38 @@ def cmd_eval(args) -> int:
     text = render_eval(result, failures=args.failures)
     text += render_answer_metrics(answers) if answers else ""
     text += "\n" + render_candidates(table, args.rerank) if table else ""
-    emit(args, _finite(data), text)
-    return 0
+    return _emit_gated(args, _finite(data), text)
+
+
+def _check_gate_flags(args) -> None:
+    """Before any searching: --update-baseline needs --baseline, and a baseline to compare with must exist."""
+    from pathlib import Path
+
+    if args.update_baseline and args.baseline is None:
+        raise ConfigError("--update-baseline rewrites the file named by --baseline FILE; pass both")
+    if args.baseline and not args.update_baseline and not Path(args.baseline).is_file():
+        raise ConfigError(f"{args.baseline}: no baseline there; create it once from a run you trust with "
+                          "--update-baseline, and commit it")
+
+
+def _emit_gated(args, data, text) -> int:
+    """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop)."""
+    from ..evaluate.gate import regression_gate, write_baseline
+
+    if args.update_baseline or args.baseline is None:
+        emit(args, data, text)
+        if args.update_baseline:
+            print(f"baseline written: {write_baseline(data, args.baseline)}", file=sys.stderr)
+        return 0
+    gate = regression_gate(data, args.baseline, max_drop=args.max_drop, significance=args.significance,
+                           metrics=args.metric)
+    for path, write in ((args.junit, gate.write_junit), (args.summary, gate.write_summary)):
+        if path:
+            write(path)
+    emit(args, {**data, "gate": gate.to_dict()}, text + "\n\n" + gate.to_text())
+    if args.json:
+        print(gate.to_text(), file=sys.stderr)
+    return gate.exit_code
 
 
 def cmd_eval_external(args) -> int:
@@ -53,8 +88,8 @@ def cmd_eval_external(args) -> int:
     from ..render import render_eval
 
     result, summary = evaluate_outside(args)
-    emit(args, _finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
-    return 0
+    return _emit_gated(args, _finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n"
+                       + summary)
 
 
 def cmd_calibrate(args) -> int:
@@ -106,6 +141,18 @@ def add(sub) -> None:
     o.add_argument("--base-url", dest="base_url", metavar="URL", help="cut off hit URLs to get corpus paths")
     o.add_argument("--path-prefix", dest="path_prefix", metavar="PREFIX", help="cut off hit paths to get corpus paths")
     o.add_argument("--no-fuzzy", action="store_false", dest="fuzzy", help="locate text hits exactly or normalised only")
+    g = p.add_argument_group("regression gate for CI (docs/guide/ci-gate.md)")
+    g.add_argument("--baseline", metavar="FILE", help="eval JSON to compare with: exit 1 when a metric really dropped")
+    g.add_argument("--max-drop", type=float_in(0.0, 1e9), default=0.02, dest="max_drop",
+                   help="tolerated drop in a metric's units (default 0.02)")
+    g.add_argument("--significance", type=float_in(1e-9, 1.0), default=0.05,
+                   help="a drop fails only when its corrected p is below this (default 0.05; 1: tolerance alone)")
+    g.add_argument("--metric", action="append", metavar="NAME", help="metric to gate (repeatable; default recall@10, "
+                   "mrr, ndcg@10)")
+    g.add_argument("--junit", metavar="FILE", help="write the verdict as JUnit XML (one testcase per metric)")
+    g.add_argument("--summary", metavar="FILE", help="write the verdict as markdown (for a CI job page)")
+    g.add_argument("--update-baseline", action="store_true", dest="update_baseline",
+                   help="write this run to --baseline FILE and exit 0")
     p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
     add_output(p, "every metric and per-question detail")
     p.set_defaults(func=cmd_eval)

@@ -1,0 +1,300 @@
+"""``regression_gate``: fail a CI job when retrieval got worse than a committed baseline.
+
+A metric fails the gate when both hold:
+
+- it dropped by more than ``max_drop`` (absolute, in the metric's units:
+  0.02 is two points of recall@10), and
+- the paired test of :func:`ragtune.compare` over the same questions says the
+  drop is real: corrected p-value below ``significance``. With
+  ``significance=1`` the tolerance alone decides.
+
+A drop beyond the tolerance that is not significant passes with a note saying
+how many questions it would take to tell (a golden set of 8 questions cannot
+show a 5-point drop). The report renders as text, markdown (a CI job page) and
+JUnit XML (one testcase per metric), and lists the questions broken: those whose
+first relevant hit left the top k.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, CorpusNotFoundError
+from .run import Run
+
+__all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS"]
+
+DEFAULT_GATE_METRICS = ("recall@10", "mrr", "ndcg@10")
+_EPS = 1e-12  # a drop equal to the tolerance passes
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """One metric's verdict. ``status`` is ``pass``, ``fail`` or ``not-significant`` (dropped beyond the
+    tolerance, but the test cannot tell it from noise: passes with ``note``)."""
+
+    metric: str
+    status: str
+    n: int
+    baseline: float
+    current: float
+    delta: float
+    delta_low: float
+    delta_high: float
+    p_value: float
+    p_adjusted: float
+    k: int
+    broken: tuple[str, ...]
+    fixed: tuple[str, ...]
+    note: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.status != "fail"
+
+    def line(self) -> str:
+        """``recall@10  0.8500 -> 0.7000  -0.1500 [-0.2500, -0.0500]  p 0.004  FAIL``"""
+        return (f"{self.metric}: {self.baseline:.4f} -> {self.current:.4f}  {self.delta:+.4f} "
+                f"[{self.delta_low:+.4f}, {self.delta_high:+.4f}]  p {self.p_adjusted:.3g}  "
+                f"{self.status.upper()}")
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["broken"], d["fixed"] = list(self.broken), list(self.fixed)
+        d["passed"] = self.passed
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in d.items()}
+
+
+@dataclass(frozen=True)
+class GateReport:
+    """The verdict of :func:`regression_gate`: settings, one :class:`GateCheck` per metric, and the question
+    texts of the broken ones (for printing)."""
+
+    baseline: str
+    max_drop: float
+    significance: float
+    test: str
+    correction: str
+    n: int
+    checks: tuple[GateCheck, ...]
+    questions: Mapping[str, str]
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.checks)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every metric passes, 1 when one fails (what a CI step needs)."""
+        return 0 if self.passed else 1
+
+    @property
+    def failures(self) -> tuple[GateCheck, ...]:
+        return tuple(c for c in self.checks if not c.passed)
+
+    @property
+    def broken(self) -> tuple[str, ...]:
+        """Questions broken on any metric, in order of first appearance."""
+        return tuple(dict.fromkeys(q for c in self.checks for q in c.broken))
+
+    def _rule(self) -> str:
+        sig = ("the tolerance alone decides" if self.significance >= 1 else
+               f"and the drop is significant ({self.test} test, {self.correction} correction, p < "
+               f"{self.significance:g})")
+        return f"fails when a metric drops by more than {self.max_drop:g} {sig}"
+
+    def _verdict(self) -> str:
+        if self.passed:
+            return f"regression gate PASSED: {len(self.checks)} metric(s) against {self.baseline}, n={self.n}"
+        return (f"regression gate FAILED: {', '.join(c.metric for c in self.failures)} dropped against "
+                f"{self.baseline}, n={self.n}")
+
+    def _broken_lines(self, limit: int) -> list[str]:
+        out = []
+        for q in self.broken[:limit]:
+            text = self.questions.get(q)
+            out.append(f"{q}: {text}" if text else q)
+        if len(self.broken) > limit:
+            out.append(f"... and {len(self.broken) - limit} more")
+        return out
+
+    def to_text(self, *, limit: int = 20) -> str:
+        lines = [self._verdict(), f"  ({self._rule()})"]
+        lines += [f"  {c.line()}" for c in self.checks]
+        notes = [c.note for c in self.checks if c.note]
+        if notes:
+            lines += ["notes:"] + [f"  {n}" for n in notes]
+        if self.broken:
+            lines += [f"questions broken ({len(self.broken)}: first relevant hit left the top k):"]
+            lines += [f"  {x}" for x in self._broken_lines(limit)]
+        return "\n".join(lines)
+
+    def to_markdown(self, *, limit: int = 50) -> str:
+        """A summary for a CI job page (GitHub's $GITHUB_STEP_SUMMARY, a GitLab artifact, a PR comment)."""
+        icon = {"pass": "✅ pass", "fail": "❌ fail", "not-significant": "⚠️ not significant"}
+        out = [f"### {'✅' if self.passed else '❌'} {self._verdict()}", "", f"_{self._rule()}_", "",
+               f"| metric | baseline | this run | delta [95% CI] | p ({self.correction}) | broken | fixed | verdict |",
+               "|---|---|---|---|---|---|---|---|"]
+        for c in self.checks:
+            out.append(f"| {c.metric} | {c.baseline:.4f} | {c.current:.4f} | {c.delta:+.4f} "
+                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}] | {c.p_adjusted:.3g} | {len(c.broken)} | "
+                       f"{len(c.fixed)} | {icon[c.status]} |")
+        notes = [c.note for c in self.checks if c.note]
+        if notes:
+            out += ["", "Notes:", ""] + [f"- {n}" for n in notes]
+        if self.broken:
+            out += ["", f"Questions broken ({len(self.broken)}):", ""]
+            out += [f"- {x.replace('|', chr(92) + '|')}" for x in self._broken_lines(limit)]
+        return "\n".join(out) + "\n"
+
+    def to_junit(self) -> str:
+        """JUnit XML: one testsuite, one testcase per metric; a failed metric's failure message gives the
+        delta, its CI and p, and its body the broken questions."""
+        suite = ET.Element("testsuite", name="ragtune regression gate", tests=str(len(self.checks)),
+                           failures=str(len(self.failures)), errors="0", skipped="0")
+        props = ET.SubElement(suite, "properties")
+        for k, v in (("baseline", self.baseline), ("max_drop", f"{self.max_drop:g}"),
+                     ("significance", f"{self.significance:g}"), ("test", self.test), ("questions", str(self.n))):
+            ET.SubElement(props, "property", name=k, value=v)
+        for c in self.checks:
+            case = ET.SubElement(suite, "testcase", classname="ragtune.gate", name=c.metric, time="0")
+            summary = (f"{c.metric} {c.baseline:.4f} -> {c.current:.4f}: delta {c.delta:+.4f}, 95% CI "
+                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}], p {c.p_adjusted:.3g}, n={c.n}")
+            if c.status == "fail":
+                fail = ET.SubElement(case, "failure", message=f"dropped beyond {self.max_drop:g}: {summary}",
+                                     type="RegressionGate")
+                qs = [f"{q}: {self.questions.get(q, '')}".rstrip(": ") for q in c.broken]
+                fail.text = summary + ("\nbroken questions:\n" + "\n".join(qs) if qs else "")
+            else:
+                ET.SubElement(case, "system-out").text = summary + (f"\n{c.note}" if c.note else "")
+        ET.indent(suite)
+        return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"passed": self.passed, "baseline": self.baseline, "max_drop": self.max_drop,
+                "significance": self.significance, "test": self.test, "correction": self.correction, "n": self.n,
+                "checks": [c.to_dict() for c in self.checks], "broken": list(self.broken)}
+
+    def write_junit(self, path: str | os.PathLike[str]) -> str:
+        from ..io import write_text
+
+        write_text(path, self.to_junit())
+        return os.fspath(path)
+
+    def write_summary(self, path: str | os.PathLike[str]) -> str:
+        from ..io import write_text
+
+        write_text(path, self.to_markdown())
+        return os.fspath(path)
+
+
+def _as_run(x: Any, name: str) -> tuple[Run, Mapping[str, str]]:
+    """A run and its question texts from an EvalResult, its dict, a Run or a path to an eval JSON."""
+    if isinstance(x, Run):
+        return x.renamed(name), {}
+    source = None
+    if isinstance(x, (str, os.PathLike)):
+        p = Path(x)
+        if not p.is_file():
+            raise CorpusNotFoundError(f"{p}: no baseline there; create it from a run you trust with "
+                                      "`ragtune eval ... --baseline FILE --update-baseline`")
+        try:
+            x = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as e:
+            raise ConfigError(f"{p}: cannot read the baseline as JSON ({e}); rewrite it with --update-baseline") \
+                from None
+        source = str(p)
+    if hasattr(x, "to_dict") and not isinstance(x, Mapping):
+        x = x.to_dict()
+    run = Run.from_result(x, name=name, source=source)
+    texts = {str(q["id"]): str(q.get("q") or "") for q in x.get("questions", []) if isinstance(q, Mapping)}
+    return run, texts
+
+
+def _pick_metrics(metrics: Sequence[str] | str | None, base: Run, cur: Run) -> tuple[str, ...]:
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    if metrics:
+        return tuple(dict.fromkeys(metrics))
+    have = set(base.metrics) & set(cur.metrics)
+    picked = tuple(m for m in DEFAULT_GATE_METRICS if m in have)
+    if not picked:
+        raise ConfigError(f"none of the default gate metrics ({', '.join(DEFAULT_GATE_METRICS)}) is in both the "
+                          "baseline and this run; name them with metrics= (CLI: --metric)")
+    return picked
+
+
+def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, significance: float = 0.05,
+                    metrics: Sequence[str] | str | None = None, test: str = "randomization",
+                    correction: str = "holm", samples: int = 10000, seed: int = 0) -> GateReport:
+    """Judge ``result`` (this run) against ``baseline`` (the committed one), metric by metric.
+
+    Both are eval results (:class:`EvalResult`, its ``to_dict()``, a :class:`Run`) or, for the
+    baseline, the path of an ``eval --json`` file. They must cover the same answerable questions.
+    ``metrics`` default to recall@10, mrr and ndcg@10 (those both have). A metric fails when
+    ``baseline - current > max_drop`` and the paired ``test``'s p-value, corrected with
+    ``correction`` across the metrics, is below ``significance`` (``significance >= 1``: the
+    tolerance alone decides). Deltas, CIs and p-values come from :func:`ragtune.compare`.
+    """
+    from .compare import compare
+
+    if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
+        raise ConfigError(f"max_drop must be a number >= 0 (in the metric's units: 0.02 is two points), "
+                          f"got {max_drop!r}")
+    if not (isinstance(significance, (int, float)) and 0 < significance <= 1):
+        raise ConfigError(f"significance must be in (0, 1] (0.05 is usual; 1 lets the tolerance alone decide), "
+                          f"got {significance!r}")
+    base, base_texts = _as_run(baseline, "baseline")
+    cur, cur_texts = _as_run(result, "current")
+    picked = _pick_metrics(metrics, base, cur)
+    try:
+        report = compare([base, cur], baseline="baseline", metrics=picked, test=test, correction=correction,
+                         samples=samples, seed=seed, alpha=min(significance, 0.5))
+    except ConfigError as e:
+        msg = str(e)
+        if "different questions" in msg:
+            msg += "; if the golden set changed on purpose, rewrite the baseline with --update-baseline"
+        raise ConfigError(msg) from None
+    notes = dict(zip([r.metric for r in report.comparisons if not r.significant], report.notes()))
+    checks = []
+    for r in report.comparisons:
+        dropped = -r.delta > max_drop + _EPS
+        real = significance >= 1 or r.p_adjusted < significance
+        status = "pass" if not dropped else "fail" if real else "not-significant"
+        note = None
+        if status == "not-significant":
+            note = (f"{r.metric} dropped {-r.delta:.4f} (more than {max_drop:g}) but the drop is not significant "
+                    f"(p {r.p_adjusted:.3g} >= {significance:g}), so the gate passes. "
+                    + _power_tail(notes.get(r.metric, "")))
+        checks.append(GateCheck(
+            metric=r.metric, status=status, n=r.n, baseline=report.row("baseline", r.metric).mean, current=r.mean,
+            delta=r.delta, delta_low=r.delta_low, delta_high=r.delta_high, p_value=r.p_value,
+            p_adjusted=r.p_adjusted, k=r.k, broken=tuple(r.broken or ()), fixed=tuple(r.fixed or ()), note=note))
+    return GateReport(baseline=base.source or "baseline", max_drop=float(max_drop), significance=float(significance),
+                      test=test, correction=correction, n=report.n, checks=tuple(checks),
+                      questions={**base_texts, **cur_texts})
+
+
+def _power_tail(note: str) -> str:
+    """The part of a compare note that says what it would take ("With 8 questions the smallest ...")."""
+    i = note.find(" With ")
+    return note[i + 1:] if i >= 0 else ""
+
+
+def write_baseline(result: Any, path: str | os.PathLike[str]) -> str:
+    """Write ``result`` (an EvalResult or its dict) as the baseline file ``path`` (an ``eval --json`` file)."""
+    from ..io import write_text
+    from .compare import _finite
+
+    data = result.to_dict() if hasattr(result, "to_dict") and not isinstance(result, Mapping) else result
+    if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
+        raise ConfigError("a baseline is an evaluation result (with a 'questions' list); pass an EvalResult")
+    write_text(path, json.dumps(_finite(dict(data)), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    return os.fspath(path)
