@@ -5,7 +5,10 @@ Canonical form is JSONL, one item a line::
     {"id": "q1", "q": "How do refunds work?", "relevant": ["billing.md#refunds"], "tags": ["paraphrase"]}
 
 ``relevant`` may also map anchors to graded relevance (``{"a.md#x": 2}``);
-``"relevant": []`` marks a question the corpus cannot answer.
+``"relevant": []`` marks a question the corpus cannot answer. ``"status": "draft"``
+marks a proposed question no person has accepted yet (``ragtune golden draft``,
+with its drafting notes under ``"draft"``): drafts are never scored;
+``ragtune golden review`` accepts them.
 """
 
 from __future__ import annotations
@@ -30,7 +33,8 @@ from .types import Document, Section
 
 __all__ = ["GoldenItem", "GoldenSet", "GoldenProblem", "GoldenReport", "load_golden", "check_golden"]
 
-_FIELDS = ("id", "q", "relevant", "tags")
+_FIELDS = ("id", "q", "relevant", "tags", "status", "draft")
+STATUSES = ("draft",)  # an accepted item has no status
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +43,8 @@ class GoldenItem:
     q: str
     relevant: Mapping[str, float] = field(default_factory=dict)  # anchor -> grade (> 0)
     tags: tuple[str, ...] = ()
+    status: str | None = None  # "draft": proposed, not yet accepted by a person; never scored
+    draft: Mapping[str, Any] = field(default_factory=dict)  # drafting notes (section, overlap, flags)
 
     @property
     def answerable(self) -> bool:
@@ -50,6 +56,10 @@ class GoldenItem:
         d: dict[str, Any] = {"id": self.id, "q": self.q, "relevant": relevant}
         if self.tags:
             d["tags"] = list(self.tags)
+        if self.status:
+            d["status"] = self.status
+        if self.draft:
+            d["draft"] = dict(self.draft)
         return d
 
 
@@ -100,6 +110,10 @@ class GoldenSet:
     def unanswerable(self) -> list[GoldenItem]:
         return [i for i in self.items if not i.answerable]
 
+    @property
+    def drafts(self) -> list[GoldenItem]:
+        return [i for i in self.items if i.status == "draft"]
+
     def tag_counts(self) -> dict[str, int]:
         return dict(sorted(Counter(t for i in self.items for t in i.tags).items()))
 
@@ -145,7 +159,13 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
         tags = [tags]
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise GoldenSetError(f"{where}: 'tags' must be a list of strings, got {tags!r}")
-    return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags))
+    status = obj.get("status")
+    if status is not None and status not in STATUSES:
+        raise GoldenSetError(f"{where}: 'status' must be \"draft\" or absent (an accepted question), got {status!r}")
+    draft = obj.get("draft") or {}
+    if not isinstance(draft, Mapping):
+        raise GoldenSetError(f"{where}: 'draft' must be an object of drafting notes, got {type(draft).__name__}")
+    return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft))
 
 
 def _load_jsonl(path: Path) -> GoldenSet:
@@ -249,8 +269,16 @@ def load_golden(path: str | os.PathLike[str], *, split: str | None = None, stric
     id: scores are kept per question id, so two questions sharing one would be
     silently merged. ``strict=False`` loads them anyway, for
     :func:`check_golden` to list every problem at once.
+
+    Drafts (``"status": "draft"``) are never scored: with ``strict`` a golden
+    set holding any raises :class:`GoldenSetError` saying how to accept them.
     """
     golden = _load_golden(path, split)
+    if strict and golden.drafts:
+        n, first = len(golden.drafts), golden.locations[golden.items.index(golden.drafts[0])]
+        raise GoldenSetError(f"{path}: {n} of {len(golden)} question(s) are drafts no person has accepted (first at "
+                             f"{first}); drafts are never scored: run `ragtune golden review {path} --out "
+                             "accepted.jsonl` and score the accepted file")
     if strict:
         problems = golden.problems()
         if problems:
@@ -355,5 +383,6 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
         "unanswerable": len(golden.unanswerable),
         "tags": golden.tag_counts(),
         "relevant_anchors": sum(len(i.relevant) for i in golden),
+        "drafts": len(golden.drafts),
     }
     return GoldenReport(tuple(problems), summary)

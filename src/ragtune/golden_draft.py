@@ -1,0 +1,416 @@
+"""Drafting golden questions with an LLM, for a person to accept: :func:`draft_golden` and :func:`review_drafts`.
+
+One call per section asks for questions of given kinds, each tagged:
+
+- ``paraphrase``: asks what the section says in other words than it uses;
+- ``identifier``: names an identifier of the section (a flag, a function, a config key);
+- ``multi-hop``: needs this section and the next one of the same document (both relevant);
+- ``near-duplicate``: tells this section apart from the most similar section elsewhere
+  (found by shared content words), only this one relevant;
+- ``unanswerable``: a plausible neighbouring topic the corpus lacks (``"relevant": []``),
+  asked once per document.
+
+Every item is written with ``"status": "draft"`` and notes under ``"draft"``;
+:func:`ragtune.golden.load_golden` refuses to score drafts until
+:func:`review_drafts` (``ragtune golden review``) writes the accepted ones
+without a status.
+
+Copying is measured, not trusted to the prompt: ``overlap`` is the share of a
+question's content words (stemmed, stop words left out) found in the section's
+heading and first sentence. A question above ``max_overlap`` is flagged
+``copies_section`` (or dropped with ``drop_copies``); identifier and
+unanswerable questions are not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .corpus.corpus import Corpus
+from .errors import ConfigError
+
+__all__ = ["KINDS", "DraftLLM", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
+           "question_overlap", "review_drafts", "DraftResult"]
+
+KINDS = ("paraphrase", "identifier", "multi-hop", "near-duplicate", "unanswerable")
+OUTPUT_TOKENS_PER_QUESTION = 40  # what the estimate assumes a drafted question costs in output tokens
+SECTION_CHARS = 4000  # at most this much of a section goes into a prompt
+NEAR_DUPLICATE = 0.35  # Jaccard similarity of content words from which two sections count as near twins
+
+_STOP = frozenset("""a about above after again against all am an and any are as at be because been before being below
+between both but by can could did do does doing down during each few for from further had has have having he her
+here hers how i if in into is it its itself just me more most my no nor not now of off on once only or other our out
+over own same she should so some such than that the their them then there these they this those through to too under
+until up very was we were what when where which while who whom why will with would you your yours use used using
+get gets one two also may might must shall does""".split())
+_WORD = re.compile(r"[A-Za-z0-9_]+(?:[.\-][A-Za-z0-9_]+)*")
+_IDENT = re.compile(r"`[^`\n]{2,60}`|--[a-z][a-z0-9-]+|\b[a-z]+_[a-z0-9_]+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
+
+SYSTEM = """You write evaluation questions for a search system over a documentation corpus.
+Each question must be one a real user would type, answerable from the text given (except
+unanswerable ones). Paraphrase: use your own words, not the section's; do not reuse its
+heading or first sentence, and prefer the words a user who has not read the page would use.
+Reply with JSON only: {"questions": [{"kind": "<kind>", "q": "<question>"}, ...]}."""
+
+_KIND_HELP = {
+    "paraphrase": "asks about what SECTION says, in different words than SECTION uses",
+    "identifier": "names one identifier that appears in SECTION (a command, flag, function or setting) and asks "
+                  "about it",
+    "multi-hop": "needs both SECTION and NEXT SECTION to answer",
+    "near-duplicate": "is answered by SECTION and not by SIMILAR SECTION (ask about what sets them apart)",
+    "unanswerable": "asks about a plausible neighbouring topic that none of the CORPUS HEADINGS covers (the "
+                    "corpus cannot answer it)",
+}
+
+
+@dataclass(frozen=True)
+class SectionUnit:
+    """One section to draft from: its anchor, heading, own text, and the neighbours some kinds need."""
+
+    anchor: str
+    title: str
+    text: str
+    kinds: tuple[str, ...]  # one entry per question to ask, e.g. ("paraphrase", "paraphrase", "identifier")
+    next_anchor: str | None = None
+    next_text: str = ""
+    similar_anchor: str | None = None
+    similar_text: str = ""
+    headings: tuple[str, ...] = ()  # the document's headings, for unanswerable questions
+
+    def prompt(self) -> tuple[str, str]:
+        """(system, user) messages for this unit."""
+        parts = [f"SECTION ({self.anchor}), heading {self.title!r}:\n{self.text[:SECTION_CHARS]}"]
+        if "multi-hop" in self.kinds and self.next_anchor:
+            parts.append(f"NEXT SECTION ({self.next_anchor}):\n{self.next_text[:SECTION_CHARS // 2]}")
+        if "near-duplicate" in self.kinds and self.similar_anchor:
+            parts.append(f"SIMILAR SECTION ({self.similar_anchor}):\n{self.similar_text[:SECTION_CHARS // 2]}")
+        if "unanswerable" in self.kinds:
+            parts.append("CORPUS HEADINGS:\n" + "\n".join(f"- {h}" for h in self.headings[:80]))
+        wanted = {k: self.kinds.count(k) for k in dict.fromkeys(self.kinds)}
+        asks = "\n".join(f'- {n} question(s) of kind "{k}": {_KIND_HELP[k]}' for k, n in wanted.items())
+        return SYSTEM, "\n\n".join(parts) + f"\n\nWrite:\n{asks}\n\nJSON:"
+
+
+def _stemmer():
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def content_words(text: str, stem: Callable[[list[str]], list[str]] | None = None) -> list[str]:
+    """Lower-cased, stemmed words of ``text`` that carry content (stop words and 1-2 letter words left out)."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w for w in words if len(w) > 2 and w not in _STOP]
+    return list((stem or _stemmer().stemWords)(words))
+
+
+def _first_sentence(text: str) -> str:
+    body = text.strip()
+    m = re.search(r"(?<=[.!?])\s|\n\s*\n", body)
+    return body[:m.start()] if m else body
+
+
+def question_overlap(question: str, title: str, text: str) -> float:
+    """Share of the question's content words found in the section's heading and first sentence (0..1)."""
+    stem = _stemmer().stemWords
+    q = set(content_words(question, stem))
+    if not q:
+        return 0.0
+    seen = set(content_words(title + " " + _first_sentence(text), stem))
+    return len(q & seen) / len(q)
+
+
+def _own_text(doc, sec) -> str:
+    """The section's text without its heading line, up to its first subsection."""
+    raw = doc.text[sec.start:sec.own_end]
+    first, _, rest = raw.partition("\n")
+    return rest.strip() if first.lstrip().startswith("#") or first.strip() == sec.title.strip() else raw.strip()
+
+
+def draft_units(corpus: Corpus, *, per_section: int = 2, min_words: int = 25, limit: int | None = None,
+                kinds: Sequence[str] = KINDS) -> list[SectionUnit]:
+    """The sections worth drafting from (at least ``min_words`` words of their own), with the kinds each asks.
+
+    Each section asks ``per_section`` paraphrases, plus one identifier question when its text holds an
+    identifier, one multi-hop question with the next section of its document, one near-duplicate question
+    when another section shares at least ``NEAR_DUPLICATE`` of its content words; the first section of a
+    document also asks one unanswerable question. ``kinds`` keeps only those kinds.
+    """
+    bad = [k for k in kinds if k not in KINDS]
+    if bad:
+        raise ConfigError(f"unknown question kind(s) {', '.join(map(repr, bad))}; choose from {', '.join(KINDS)}")
+    if isinstance(per_section, bool) or not isinstance(per_section, int) or per_section < 0:
+        raise ConfigError(f"per_section must be an integer >= 0, got {per_section!r}")
+    stem = _stemmer().stemWords
+    rows = []  # (doc, anchor, title, text, words)
+    for doc in corpus:
+        secs = [(s.anchor, s.title, _own_text(doc, s)) for s in doc.sections] or [(doc.id, doc.title, doc.text)]
+        for anchor, title, text in secs:
+            if len(_WORD.findall(text)) >= min_words:
+                rows.append((doc, anchor, title, text, set(content_words(text, stem))))
+    units = []
+    for i, (doc, anchor, title, text, words) in enumerate(rows):
+        ks = ["paraphrase"] * per_section
+        if _IDENT.search(text):
+            ks.append("identifier")
+        nxt = rows[i + 1] if i + 1 < len(rows) and rows[i + 1][0] is doc else None
+        if nxt is not None:
+            ks.append("multi-hop")
+        best, sim = None, 0.0
+        for j, other in enumerate(rows):
+            if j != i and words and other[4]:
+                jac = len(words & other[4]) / len(words | other[4])
+                if jac > sim:
+                    best, sim = other, jac
+        if best is not None and sim >= NEAR_DUPLICATE:
+            ks.append("near-duplicate")
+        first_of_doc = i == 0 or rows[i - 1][0] is not doc
+        if first_of_doc:
+            ks.append("unanswerable")
+        ks = [k for k in ks if k in kinds]
+        if not ks:
+            continue
+        units.append(SectionUnit(
+            anchor, title, text, tuple(ks),
+            next_anchor=nxt[1] if nxt else None, next_text=nxt[3] if nxt else "",
+            similar_anchor=best[1] if best is not None and sim >= NEAR_DUPLICATE else None,
+            similar_text=best[3] if best is not None and sim >= NEAR_DUPLICATE else "",
+            headings=tuple(f"{d.title} > {s.title}" if s.title != d.title else s.title
+                           for d in corpus for s in d.sections) if first_of_doc else ()))
+        if limit is not None and len(units) >= limit:
+            break
+    return units
+
+
+class DraftLLM:
+    """``anthropic``, ``anthropic:<model>`` or ``openai:<model>``: one chat call at a time, usage counted.
+
+    Uses the clients of :mod:`ragtune.answer.llm` (keys from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``;
+    ``base_url`` or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``). Nothing is sent until :meth:`chat`.
+    """
+
+    def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 800, timeout: float = 60.0,
+                 max_retries: int = 5, backoff: float = 0.5):
+        kind, _, model = str(spec).partition(":")
+        if kind not in ("anthropic", "openai"):
+            raise ConfigError(f"unknown generator {spec!r}; use anthropic, anthropic:<model> or openai:<model>")
+        if kind == "openai" and not model:
+            raise ConfigError("openai needs a model: --generator openai:<model>, e.g. openai:gpt-4o-mini")
+        self.kind, self.model = kind, model or "claude-sonnet-4-5"
+        self.name = f"{kind}:{self.model}"
+        self.max_tokens = max_tokens
+        self.usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
+        self._base_url, self._timeout, self._max_retries, self._backoff = base_url, timeout, max_retries, backoff
+        self._client = None
+
+    def chat(self, system: str, user: str) -> str:
+        from .answer.llm import _anthropic_client, chat_anthropic, chat_openai
+
+        if self.kind == "openai":
+            if self._client is None:
+                from .http import JSONClient
+
+                base = self._base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+                self._client = JSONClient(base, timeout=self._timeout, max_retries=self._max_retries,
+                                          backoff=self._backoff)
+            self._client.api_key = os.environ.get("OPENAI_API_KEY")
+            text, usage, _ = chat_openai(self._client, self.model, system, user, max_tokens=self.max_tokens)
+        else:
+            if self._client is None:
+                _, self._client = _anthropic_client(self._base_url, "ANTHROPIC_API_KEY", self._timeout,
+                                                    self._max_retries)
+            text, usage, _ = chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
+        self.usage["calls"] += 1
+        self.usage["input_tokens"] += int(usage.get("input_tokens", 0))
+        self.usage["output_tokens"] += int(usage.get("output_tokens", 0))
+        return text
+
+
+def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_in: float = 0.0,
+                        price_out: float = 0.0) -> dict[str, Any]:
+    """What drafting would send, before sending anything: calls, tokens (about 4 characters a token), cost in $."""
+    tokens_in = sum(len(s) + len(u) for s, u in (x.prompt() for x in units)) // 4
+    questions = sum(len(x.kinds) for x in units)
+    tokens_out = questions * OUTPUT_TOKENS_PER_QUESTION
+    return {"generator": generator, "sections": len(units), "calls": len(units), "questions": questions,
+            "input_tokens": tokens_in, "output_tokens": tokens_out,
+            "cost": (tokens_in * price_in + tokens_out * price_out) / 1e6}
+
+
+def parse_questions(text: str) -> list[dict[str, str]] | None:
+    """The ``questions`` list of a reply (code fences and prose around the JSON tolerated); None if unreadable."""
+    start = text.find("{")
+    end = text.rfind("}")
+    if start < 0 or end <= start:
+        return None
+    try:
+        data = json.loads(text[start:end + 1])
+    except ValueError:
+        return None
+    qs = data.get("questions") if isinstance(data, Mapping) else None
+    if not isinstance(qs, list):
+        return None
+    out = []
+    for q in qs:
+        if isinstance(q, Mapping) and isinstance(q.get("q"), str) and q["q"].strip() and q.get("kind") in KINDS:
+            out.append({"kind": q["kind"], "q": " ".join(q["q"].split())})
+    return out
+
+
+@dataclass
+class DraftResult:
+    """The drafted items (dicts in golden-set form, each ``"status": "draft"``) and what happened."""
+
+    items: list[dict[str, Any]] = field(default_factory=list)
+    flagged: int = 0
+    dropped: int = 0
+    failed: list[str] = field(default_factory=list)  # anchors whose replies could not be read
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"drafts": len(self.items), "flagged": self.flagged, "dropped": self.dropped,
+                "failed_sections": self.failed, "usage": self.usage,
+                "tags": {k: sum(1 for i in self.items if k in i["tags"]) for k in KINDS}}
+
+
+def draft_golden(units: Sequence[SectionUnit], llm: Any, *, max_overlap: float = 0.5, drop_copies: bool = False,
+                 attempts: int = 2, id_prefix: str = "draft") -> DraftResult:
+    """Ask ``llm`` (anything with ``chat(system, user) -> str``) for each unit's questions; items are drafts.
+
+    A reply that is not the JSON asked for is asked again up to ``attempts`` times, then the section is
+    listed in ``failed``. Kinds a unit did not ask for are ignored, and each kind keeps at most as many
+    questions as were asked for.
+    """
+    if not 0.0 <= max_overlap <= 1.0:
+        raise ConfigError(f"max_overlap must be between 0 and 1, got {max_overlap!r}")
+    out = DraftResult()
+    seen: set[str] = set()
+    for unit in units:
+        system, user = unit.prompt()
+        qs = None
+        for _ in range(max(1, attempts)):
+            qs = parse_questions(llm.chat(system, user))
+            if qs is not None:
+                break
+        if qs is None:
+            out.failed.append(unit.anchor)
+            continue
+        left = {k: unit.kinds.count(k) for k in unit.kinds}
+        for q in qs:
+            kind = q["kind"]
+            if left.get(kind, 0) <= 0 or q["q"].lower() in seen:
+                continue
+            left[kind] -= 1
+            seen.add(q["q"].lower())
+            relevant: list[str] = {"unanswerable": [], "multi-hop": [unit.anchor, unit.next_anchor]}.get(
+                kind, [unit.anchor])
+            notes: dict[str, Any] = {"section": unit.anchor}
+            if kind in ("paraphrase", "multi-hop", "near-duplicate"):
+                overlap = round(question_overlap(q["q"], unit.title, unit.text), 3)
+                notes["overlap"] = overlap
+                if overlap > max_overlap:
+                    if drop_copies:
+                        out.dropped += 1
+                        continue
+                    notes["flag"] = "copies_section"
+                    out.flagged += 1
+            if kind == "near-duplicate":
+                notes["similar"] = unit.similar_anchor
+            out.items.append({"id": f"{id_prefix}-{len(out.items) + 1:04d}", "q": q["q"], "relevant": relevant,
+                              "tags": [kind], "status": "draft", "draft": notes})
+    out.usage = dict(getattr(llm, "usage", {}) or {})
+    return out
+
+
+def write_drafts(items: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> int:
+    from .io import write_jsonl
+
+    rows = list(items)
+    write_jsonl(path, rows)
+    return len(rows)
+
+
+def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
+                  ask: Callable[[str], str] = input, show: Callable[[str], None] = print) -> dict[str, int]:
+    """Go through the drafts of ``path`` one by one: accept, edit (the question text), reject, or quit.
+
+    Accepted items go to ``out`` without their status and drafting notes (appended when ``out`` exists:
+    ids already there get a ``-2``, ``-3``... suffix). Items of ``path`` that are not drafts pass through
+    to ``out`` as they are. On quit (or end of input) the undecided drafts are written back to ``path``, so
+    a later review resumes there; otherwise ``path`` is left with no drafts.
+    """
+    from .golden import load_golden
+
+    src = Path(path)
+    golden = load_golden(src, strict=False)
+    outp = Path(out)
+    if outp.resolve() == src.resolve():
+        raise ConfigError(f"--out {out} is the draft file itself; write the accepted questions to another file")
+    taken = set()
+    if outp.exists():
+        taken = {i.id for i in load_golden(outp, strict=False)}
+    accepted: list[dict[str, Any]] = []
+    left: list[dict[str, Any]] = []
+    counts = {"accepted": 0, "edited": 0, "rejected": 0, "left": 0, "passed": 0}
+    drafts = golden.drafts
+    quit_ = False
+    for n, item in enumerate(golden.items):
+        d = item.to_dict()
+        if item.status != "draft":
+            accepted.append(d)
+            counts["passed"] += 1
+            continue
+        if quit_:
+            left.append(d)
+            continue
+        notes = dict(item.draft)
+        flag = f"  [{notes['flag']}: overlap {notes.get('overlap')}]" if notes.get("flag") else ""
+        show(f"\n[{drafts.index(item) + 1}/{len(drafts)}] {item.id} ({', '.join(item.tags) or 'untagged'}){flag}\n"
+             f"  q: {item.q}\n  relevant: {', '.join(item.relevant) or '(none: unanswerable)'}")
+        while True:
+            try:
+                choice = ask("  [a]ccept, [e]dit, [r]eject, [q]uit? ").strip().lower()
+            except EOFError:
+                choice = "q"
+            if choice in ("a", "accept", "e", "edit", "r", "reject", "q", "quit"):
+                break
+            show("  type a, e, r or q")
+        if choice[0] == "q":
+            quit_ = True
+            left.append(d)
+            continue
+        if choice[0] == "r":
+            counts["rejected"] += 1
+            continue
+        if choice[0] == "e":
+            try:
+                text = ask("  new question: ").strip()
+            except EOFError:
+                text = ""
+            if text:
+                d["q"] = " ".join(text.split())
+                counts["edited"] += 1
+        d.pop("status", None)
+        d.pop("draft", None)
+        accepted.append(d)
+        counts["accepted"] += 1
+    for d in accepted:
+        base, k = d["id"], 2
+        while d["id"] in taken:
+            d["id"] = f"{base}-{k}"
+            k += 1
+        taken.add(d["id"])
+    counts["left"] = len(left)
+    with open(outp, "a", encoding="utf-8") as f:
+        for d in accepted:
+            f.write(json.dumps(d, ensure_ascii=False) + "\n")
+    if counts["left"] or drafts:
+        write_drafts(left, src)
+    return counts
+
