@@ -565,12 +565,13 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
 
 
 def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAULT_KS, depth: int = 100,
-             filters: Any = None, show_progress: bool = False) -> EvalResult:
+             filters: Any = None, show_progress: bool = False, k_unit: str | None = None) -> EvalResult:
+    """Evaluate ``pipeline`` on ``golden``; ``k_unit`` = ``chunk`` | ``doc`` | None (what the golden set labels)."""
     config = {**pipeline.describe(), "golden": golden.source}
     if filters is not None:
         config["filter"] = str(filters)
     return evaluate(pipeline.retriever, golden, pipeline.corpus, ks=ks, depth=depth, config=config,
-                    filters=filters, show_progress=show_progress)
+                    filters=filters, show_progress=show_progress, k_unit=k_unit)
 
 
 def compare_candidates(pipeline: Pipeline, golden: GoldenSet, candidates: Sequence[int], **eval_options: Any) -> list[dict]:

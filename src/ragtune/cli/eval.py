@@ -28,7 +28,7 @@ def cmd_eval(args) -> int:
                                    k=args.answer_k, filters=flt, price_in=args.price_in, price_out=args.price_out)
         emit(args, est, render_estimate(est, args.price_in, args.price_out))
         return 0
-    options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True)
+    options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True, k_unit=args.k_unit)
     result = run_eval(pipeline, golden, **options)
     table = None
     if args.rerank and args.candidates and len(args.candidates) > 1:
@@ -113,6 +113,9 @@ def add(sub) -> None:
     p.add_argument("--split", default=None, help="BEIR qrels split (e.g. test)")
     p.add_argument("-k", "--k", type=int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
     p.add_argument("--depth", type=int_in(1, 10_000), default=100, help="chunks retrieved per question (default 100)")
+    p.add_argument("--k-unit", choices=("chunk", "doc"), default=None, dest="k_unit",
+                   help="what top-k counts: chunk, or doc (distinct documents, as BEIR figures); default: doc for "
+                        "document-level golden sets (every anchor a bare document id), chunk otherwise")
     p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist sizes to compare, e.g. 20,50,100")
     a = p.add_argument_group("answers")
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")

@@ -21,7 +21,7 @@ from ..types import Chunk, Ranking
 from .metrics import (average_precision_at_k, hit_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k,
                       reciprocal_rank)
 
-__all__ = ["evaluate", "evaluate_rankings", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
+__all__ = ["evaluate", "evaluate_rankings", "apply_k_unit", "K_UNITS", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
 
 DEFAULT_KS = (5, 10, 20)
 NDCG_K = 10
@@ -214,20 +214,24 @@ def evaluate(
     config: Mapping[str, Any] | None = None,
     filters: Any = None,
     show_progress: bool = False,
+    k_unit: str | None = None,
 ) -> EvalResult:
     """Search every golden question and score the rankings by the anchors they cover.
 
     ``depth`` chunks are retrieved per question (MRR and first-hit rank look
     that deep); answerable questions give the means, unanswerable ones are
     counted and kept in ``questions`` for abstention metrics. ``filters``
-    restricts every search (see :mod:`ragtune.retrieve.filters`).
+    restricts every search (see :mod:`ragtune.retrieve.filters`). ``k_unit``
+    (see :func:`apply_k_unit`): what top-k counts, ``chunk`` or ``doc``.
     """
     ks = _check_ks(ks)
     depth = max(int(depth), ks[-1], NDCG_K)
     spans_by_id = _resolve_all(golden, corpus)
     rankings = {item.id: run_search(retriever, item.q, depth, filters)
                 for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
-    return _score(rankings, golden, spans_by_id, ks, {"ks": list(ks), "depth": depth, **(dict(config) if config else {})})
+    rankings, unit = apply_k_unit(rankings, spans_by_id, k_unit)
+    cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
+    return _score(rankings, golden, spans_by_id, ks, cfg)
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
@@ -245,6 +249,7 @@ def evaluate_rankings(
     ks: Sequence[int] = DEFAULT_KS,
     config: Mapping[str, Any] | None = None,
     matching: Mapping[str, Any] | None = None,
+    k_unit: str | None = None,
 ) -> EvalResult:
     """Score rankings made elsewhere (question id -> :class:`Ranking`) exactly as :func:`evaluate` scores a retriever's.
 
@@ -262,8 +267,10 @@ def evaluate_rankings(
                           "rankings against the golden set they were made for")
     full = {i.id: rankings[i.id] if i.id in rankings else Ranking(i.q, ()) for i in golden}
     depth = max([len(r.hits) for r in full.values()] + [ks[-1]])
-    cfg = {"ks": list(ks), "depth": depth, **(dict(config) if config else {})}
-    return _score(full, golden, _resolve_all(golden, corpus), ks, cfg, matching)
+    spans_by_id = _resolve_all(golden, corpus)
+    full, unit = apply_k_unit(full, spans_by_id, k_unit)
+    cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
+    return _score(full, golden, spans_by_id, ks, cfg, matching)
 
 
 def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapping[str, list[AnchorSpan]],
@@ -316,3 +323,27 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
         first_hit_rank=j.first_hit_rank, anchor_ranks=anchor_ranks, covered=covered, missed=missed,
         scores=scores, retrieved=retrieved, latency_s=sum(ranking.timings.values()),
     )
+
+
+K_UNITS = ("chunk", "doc")
+
+
+def apply_k_unit(rankings: Mapping[str, Ranking], spans_by_id: Mapping[str, Sequence[AnchorSpan]],
+                 k_unit: str | None) -> tuple[dict[str, Ranking], str]:
+    """What top-k counts: ``chunk`` (every retrieved chunk is a rank) or ``doc`` (a ranking is de-duplicated by
+    document, each keeping its best chunk's rank, as published BEIR figures count). ``None`` follows the golden
+    set: ``doc`` when every relevant anchor is a bare document id (document-level labels, e.g. BEIR qrels),
+    ``chunk`` otherwise. Returns the rankings to score and the unit used."""
+    if k_unit is None:
+        spans = [s for ss in spans_by_id.values() for s in ss]
+        k_unit = "doc" if spans and all(s.section is None for s in spans) else "chunk"
+    if k_unit not in K_UNITS:
+        raise ConfigError(f"k unit {k_unit!r}: choose chunk (every chunk is a rank) or doc (distinct documents)")
+    if k_unit == "chunk":
+        return dict(rankings), k_unit
+    out = {}
+    for qid, r in rankings.items():
+        seen: set[str] = set()
+        hits = tuple(h for h in r.hits if not (h.chunk.doc_id in seen or seen.add(h.chunk.doc_id)))
+        out[qid] = Ranking(r.query, hits, r.timings)
+    return out, k_unit

@@ -24,6 +24,9 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
     ks = result.ks
     m = result.metrics
     lines: list[str] = []
+    unit = result.config.get("k_unit")
+    if unit:
+        lines.append("top-k counts " + ("distinct documents (--k-unit doc)" if unit == "doc" else "chunks (--k-unit chunk)"))
     if not result.n_answerable:
         lines.append("no answerable questions: retrieval metrics need at least one question with relevant anchors")
     else:
