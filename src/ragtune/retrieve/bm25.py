@@ -102,7 +102,12 @@ class BM25Retriever:
 
         folder = Path(folder)
         folder.mkdir(parents=True, exist_ok=True)
-        self._model.save(str(folder), show_progress=False)
+        vocab = self._model.vocab_dict  # token id -> index: orjson (bm25s uses it when installed) refuses int keys
+        self._model.vocab_dict = {str(k): v for k, v in vocab.items()} if vocab else vocab  # what json.dumps writes
+        try:
+            self._model.save(str(folder), show_progress=False)
+        finally:
+            self._model.vocab_dict = vocab
         self._tokenizer.save_vocab(str(folder))
         (folder / "ragtune-bm25.json").write_text(json.dumps({"config": self.config.to_dict(), "n_chunks": len(self.chunks),
                                                                "texts": indexed_texts_key(self.chunks)}))
