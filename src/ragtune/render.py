@@ -80,6 +80,8 @@ def render_answer(ans: Any) -> str:
 def render_answer_metrics(answers: Mapping[str, Any]) -> str:
     lines = [f"\nanswers ({answers['generator']}, top {answers['k']} contexts"
              + (f", gate {answers['gate']:.4g}" if answers["gate"] is not None else "") + "):"]
+    if answers.get("gate_info"):
+        lines.append(f"  {answers['gate_info']['text']}")
     for key, value in answers["metrics"].items():
         if value is not None:
             lines.append(f"  {key:<30} {value:.3f}" if isinstance(value, float) else f"  {key:<30} {value}")

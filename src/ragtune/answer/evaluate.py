@@ -13,9 +13,10 @@ from ..retrieve.base import search as run_search
 from ..progress import progress_iter
 from . import answer_question
 from .base import Generator
-from .gate import ConfidenceGate
+from ..errors import ConfigError
+from .gate import ConfidenceGate, cross_validated_gates, top_score
 
-__all__ = ["evaluate_answers", "estimate_answer_cost"]
+__all__ = ["evaluate_answers", "estimate_answer_cost", "gate_text"]
 
 
 def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge: str, k: int = 5, filters: Any = None,
@@ -49,16 +50,36 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator, *, judge=None, k: int = 5,
-                     gate: ConfidenceGate | None = None, filters: Any = None, show_progress: bool = False) -> dict[str, Any]:
+                     gate: ConfidenceGate | str | None = None, folds: int = 5, filters: Any = None,
+                     show_progress: bool = False) -> dict[str, Any]:
     """Answer every golden question from its top ``k`` chunks and score the answers.
 
     Abstention counts unanswerable questions as positives: precision is the
     share of ``not_found`` answers given to unanswerable questions, recall the
     share of unanswerable questions that got ``not_found``.
+
+    ``gate``: a :class:`ConfidenceGate`, None (no gate), or ``"cv"``: a gate calibrated on this golden set by
+    ``folds``-fold cross-validation (:func:`~ragtune.answer.gate.cross_validated_gates`), so no question is
+    judged by a threshold calibrated on itself. ``gate_info`` in the result says which was used.
     """
+    gates: list[ConfidenceGate | None]
+    if isinstance(gate, str):
+        if gate != "cv":
+            raise ConfigError(f"gate {gate!r}: give a threshold, None, or 'cv' (cross-validated on the golden set)")
+        scores, no_evidence = [], []
+        for item in progress_iter(golden.items, "calibrating the gate", enabled=show_progress):
+            ranking = run_search(retriever, item.q, k, filters)
+            spans = [corpus.resolve(a) for a in item.relevant]
+            scores.append(top_score(ranking))
+            no_evidence.append(not any(covers(h.chunk, s) for h in ranking.hits for s in spans))
+        thresholds, info = cross_validated_gates([i.answerable for i in golden], scores, no_evidence, folds=folds)
+        gates = [ConfidenceGate(t) if t is not None else None for t in thresholds]
+    else:
+        gates = [gate] * len(golden)
+        info = {"mode": "fixed", "threshold": gate.threshold} if gate is not None else {"mode": "none"}
     rows = []
-    for item in progress_iter(golden.items, "answering", enabled=show_progress):
-        ans, ranking = answer_question(retriever, item.q, generator, k=k, gate=gate, filters=filters)
+    for item, item_gate in zip(progress_iter(golden.items, "answering", enabled=show_progress), gates):
+        ans, ranking = answer_question(retriever, item.q, generator, k=k, gate=item_gate, filters=filters)
         spans = [corpus.resolve(a) for a in item.relevant]
         evidence = any(covers(h.chunk, s) for h in ranking.hits for s in spans)
         cited_evidence = any(covers(c, s) for c in ans.contexts for s in spans
@@ -94,14 +115,26 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
         if any("addresses_question" in v for v in verdicts):
             metrics["addresses_question_rate"] = _mean([float(v["addresses_question"]) for v in verdicts
                                                         if "addresses_question" in v])
-    out: dict[str, Any] = {"generator": generator.name, "k": k, "gate": gate.threshold if gate else None,
-                           "metrics": metrics, "answers": rows}
+    out: dict[str, Any] = {"generator": generator.name, "k": k,
+                           "gate": gate.threshold if isinstance(gate, ConfidenceGate) else None,
+                           "gate_info": {**info, "text": gate_text(info)}, "metrics": metrics, "answers": rows}
     if judge is not None:
         out["judge"] = {"name": getattr(judge, "name", "?"), "kind": getattr(judge, "kind", None)}
         usage: Mapping[str, int] | None = getattr(judge, "usage", None)
         if usage is not None:
             out["judge"].update({"usage": dict(usage), "cost": getattr(judge, "cost", None)})
     return out
+
+
+def gate_text(info: Mapping[str, Any]) -> str:
+    """``gate: cross-validated, 5 folds (thresholds 2.1-2.6)``, ``gate: 3.5 (given)``, ``gate: none``."""
+    mode = info.get("mode")
+    if mode == "cross-validated":
+        t = info["thresholds"]
+        return f"gate: cross-validated, {info['folds']} folds (thresholds {min(t):.4g}-{max(t):.4g})"
+    if mode == "fixed":
+        return f"gate: {info['threshold']:.4g} (given)"
+    return "gate: none" + (f" ({info['reason']})" if info.get("reason") else "")
 
 
 def render_estimate(est: dict[str, Any], price_in: float, price_out: float) -> str:

@@ -17,7 +17,8 @@ import numpy as np
 from ..errors import ConfigError
 from ..types import Ranking
 
-__all__ = ["ConfidenceGate", "Calibration", "calibrate_retriever", "calibrate_threshold", "top_score"]
+__all__ = ["ConfidenceGate", "Calibration", "calibrate_retriever", "calibrate_threshold", "cross_validated_gates",
+           "top_score"]
 
 
 def top_score(ranking: Ranking) -> float:
@@ -139,3 +140,37 @@ def calibrate_retriever(retriever: Any, golden: Any, corpus: Any, *, k: int = 5,
         else:
             unanswerable.append(score)
     return calibrate_threshold(answerable, unanswerable, no_evidence=no_evidence)
+
+
+def cross_validated_gates(answerable: Sequence[bool], scores: Sequence[float], no_evidence: Sequence[bool], *,
+                          folds: int = 5) -> tuple[list[float | None], dict[str, Any]]:
+    """A gate threshold for every question, calibrated without it: questions are split into ``folds`` folds
+    (stratified: answerable and unanswerable ones dealt round-robin in order), each fold's threshold is
+    :func:`calibrate_threshold` on the other folds, applied to that fold. So the threshold a question is judged
+    with never saw it, and the resulting abstention figures estimate those of a gate calibrated on the whole set
+    and used on new questions.
+
+    ``no_evidence`` marks answerable questions whose context lacks a relevant anchor. Returns (per question
+    threshold, or None for all when the set cannot be calibrated: fewer than two answerable or two unanswerable
+    questions; a description: ``mode``, ``folds``, ``thresholds``, ``reason``)."""
+    answerable = [bool(a) for a in answerable]
+    n_u = answerable.count(False)
+    n_a = len(answerable) - n_u
+    n = min(int(folds), n_a, n_u)
+    if n < 2:
+        return [None] * len(answerable), {
+            "mode": "none", "folds": 0, "thresholds": [],
+            "reason": f"cross-validation needs at least 2 answerable and 2 unanswerable questions, got {n_a} and {n_u}"}
+    fold_of: list[int] = []
+    dealt = {True: 0, False: 0}
+    for a in answerable:
+        fold_of.append(dealt[a] % n)
+        dealt[a] += 1
+    thresholds = []
+    for f in range(n):
+        train = [i for i in range(len(answerable)) if fold_of[i] != f]
+        cal = calibrate_threshold([scores[i] for i in train if answerable[i]],
+                                  [scores[i] for i in train if not answerable[i]],
+                                  no_evidence=[no_evidence[i] for i in train if answerable[i]])
+        thresholds.append(cal.threshold)
+    return [thresholds[f] for f in fold_of], {"mode": "cross-validated", "folds": n, "thresholds": thresholds}

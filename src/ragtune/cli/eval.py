@@ -42,7 +42,7 @@ def cmd_eval(args) -> int:
                                           if args.judge != "heuristic" else {}))
         answers = evaluate_answers(pipeline.retriever, golden, pipeline.corpus, make_generator(args.generator),
                                    judge=judge, k=args.answer_k, gate=ConfidenceGate(args.gate) if args.gate is not None
-                                   else None, filters=flt, show_progress=True)
+                                   else "cv", filters=flt, show_progress=True)
     data = {**result.to_dict(), **({"candidates_table": table} if table else {}), **({"answers": answers} if answers else {})}
     text = render_eval(result, failures=args.failures)
     text += render_answer_metrics(answers) if answers else ""
@@ -122,7 +122,8 @@ def add(sub) -> None:
     a.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
     a.add_argument("--judge", default="heuristic", help="heuristic (offline), openai:<model> or anthropic:<model>")
     a.add_argument("--answer-k", type=K, default=5, dest="answer_k", help="contexts per answer (default 5)")
-    a.add_argument("--gate", type=finite_float, help="abstain below this top retrieval score (see calibrate)")
+    a.add_argument("--gate", type=finite_float, help="abstain below this top retrieval score (see calibrate); default: "
+                   "a gate cross-validated on the golden set (5 folds)")
     a.add_argument("--price-in", type=finite_float, default=0.0, dest="price_in", help="LLM: $ per million input tokens")
     a.add_argument("--price-out", type=finite_float, default=0.0, dest="price_out", help="LLM: $ per million output tokens")
     a.add_argument("--dry-run", action="store_true", dest="dry_run",
