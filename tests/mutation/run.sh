@@ -4,7 +4,8 @@
 # Usage: tests/mutation/run.sh [TARGET] [SCRATCH_DIR]      (from anywhere; see docs/testing.md)
 #   TARGET: core (default: metrics, fusion, rerank, parents, store gc; setup.cfg), or one module with its own
 #   fast tests: fusion, rerank, significance, compare, results (TARGET.cfg). Test files named in the
-#   configuration that do not exist are left out (and listed), so a "before" score can be taken on an old tree.
+#   configuration that do not exist are left out (and listed); BEFORE=1 also leaves out the *_mutants.py files
+#   written to kill survivors, which gives the "before" score of docs/testing.md.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
@@ -24,6 +25,7 @@ cp -r "$root/src" "$root/tests" "$root/pyproject.toml" "$scratch/"
 while IFS= read -r line; do
   t="$(echo "$line" | sed 's/^ *//')"
   if [[ "$line" =~ ^\ +tests/.*\.py$ ]] && [ ! -f "$scratch/$t" ]; then echo "left out (missing): $t" >&2; continue; fi
+  if [[ "$line" =~ _mutants\.py$ ]] && [ "${BEFORE:-0}" = 1 ]; then echo "left out (BEFORE=1): $t" >&2; continue; fi
   echo "$line"
 done < "$cfg" > "$scratch/setup.cfg"
 find "$scratch" -name __pycache__ -prune -exec rm -rf {} +
