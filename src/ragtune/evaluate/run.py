@@ -98,6 +98,31 @@ class Run:
     def renamed(self, name: str) -> Run:
         return replace(self, name=name)
 
+    # -- ranx ------------------------------------------------------------------
+
+    def to_ranx(self) -> Any:
+        """This run's rankings as a ``ranx.Run`` named after it: each id once (its best rank), scores
+        decreasing with rank. Needs ``pip install ranx``; a run without rankings (a sweep's results.json)
+        is a :class:`ConfigError`."""
+        ranx = _import_ranx()
+        if not self.rankings:
+            raise ConfigError(f"run {self.name!r} keeps no rankings (a sweep's results.json has only scores); "
+                              "make the ranx run from an eval result or a TREC file")
+        docs = {q: list(dict.fromkeys(r)) for q, r in self.rankings.items()}
+        return ranx.Run.from_dict({q: {d: float(len(r) - i) for i, d in enumerate(r)} for q, r in docs.items()},
+                                  name=self.name)
+
+    @classmethod
+    def from_ranx(cls, run: Any, golden: Any, *, corpus: Any = None, name: str | None = None,
+                  ks: Sequence[int] = DEFAULT_KS) -> Run:
+        """Score a ``ranx.Run`` against ``golden`` exactly as :meth:`from_trec` scores a TREC file
+        (score descending, ties by doc id descending; ``corpus`` lets document ids and sections match)."""
+        if not hasattr(run, "to_dict"):
+            raise ConfigError(f"from_ranx takes a ranx.Run, got {type(run).__name__}")
+        rows = {str(q): [(str(d), 0, float(s), "ranx") for d, s in docs.items()] for q, docs in run.to_dict().items()}
+        label = name or getattr(run, "name", None) or "ranx"
+        return _score_trec(rows, golden, corpus, name=label, ks=ks, source=f"ranx run {label!r}")
+
     # -- loaders ---------------------------------------------------------------
 
     @classmethod
@@ -146,6 +171,16 @@ class Run:
         tags = {r[3] for hits in rows.values() for r in hits}
         name = name or (next(iter(tags)) if len(tags) == 1 else Path(path).stem)
         return _score_trec(rows, golden, corpus, name=name, ks=ks, source=str(path))
+
+
+def _import_ranx() -> Any:
+    try:
+        import ranx
+    except ImportError:
+        from ..errors import MissingDependencyError
+
+        raise MissingDependencyError("ranx interop needs ranx: pip install ranx") from None
+    return ranx
 
 
 def read_trec(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, int, float, str]]]:

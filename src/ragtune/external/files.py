@@ -9,7 +9,8 @@ In:
 - TREC qrels (``qid iteration docid grade``): a golden set without question text.
 
 Out: TREC runs and qrels, a BEIR folder (queries.jsonl + qrels/test.tsv), ranx
-JSON (``{qid: {doc: score}}``).
+JSON (``{qid: {doc: score}}``). With ranx installed, :func:`to_ranx` and :func:`from_ranx` convert golden sets
+and runs to and from ``ranx.Qrels`` and ``ranx.Run`` objects.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from .adapter import hits_to_ranking
 from .match import HitMatcher
 
 __all__ = ["read_rankings", "evaluate_run_file", "read_qrels", "write_qrels", "write_trec_run", "export_beir",
-           "to_ranx_qrels", "to_ranx_run", "load_golden_or_qrels", "export_to"]
+           "to_ranx_qrels", "to_ranx_run", "to_ranx", "from_ranx", "load_golden_or_qrels", "export_to"]
 
 
 def _is_json(p: Path) -> bool:
@@ -208,6 +209,36 @@ def to_ranx_run(result: EvalResult | Mapping[str, Any], *, ids: str = "anchor") 
 def to_ranx_qrels(golden: GoldenSet) -> dict[str, dict[str, int]]:
     """``{qid: {anchor: grade}}`` for the answerable questions (what ``ranx.Qrels.from_dict`` takes)."""
     return {i.id: {a: int(round(g)) for a, g in i.relevant.items()} for i in golden if i.answerable}
+
+
+def to_ranx(obj: Any, *, ids: str = "anchor", name: str | None = None) -> Any:
+    """A golden set as a ``ranx.Qrels`` (answerable questions, grades as :func:`to_ranx_qrels` gives them), or
+    a run (an :class:`EvalResult`, its dict, or a :class:`~ragtune.evaluate.run.Run`) as a ``ranx.Run``."""
+    from ..evaluate.run import Run, _import_ranx
+
+    ranx = _import_ranx()
+    if isinstance(obj, GoldenSet):
+        return ranx.Qrels.from_dict(to_ranx_qrels(obj))
+    if isinstance(obj, Run):
+        return obj.to_ranx() if name is None else obj.renamed(name).to_ranx()
+    return ranx.Run.from_dict(to_ranx_run(obj, ids=ids), name=name or "ragtune")
+
+
+def from_ranx(obj: Any, golden: GoldenSet | None = None, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
+              questions: Mapping[str, str] | None = None) -> Any:
+    """A ``ranx.Qrels`` as a :class:`GoldenSet` (grade <= 0 not relevant; question text from ``questions``,
+    else empty, as TREC qrels), or a ``ranx.Run`` as a :class:`~ragtune.evaluate.run.Run` scored against
+    ``golden`` (see :meth:`Run.from_ranx <ragtune.evaluate.run.Run.from_ranx>`)."""
+    from ..evaluate.run import Run
+
+    kind = type(obj).__name__
+    if kind == "Qrels" and hasattr(obj, "to_dict"):
+        texts = questions or {}
+        return GoldenSet([GoldenItem(str(q), texts.get(str(q), ""), {str(d): float(g) for d, g in docs.items() if g > 0})
+                          for q, docs in obj.to_dict().items()], source="ranx qrels")
+    if kind == "Run" and hasattr(obj, "to_dict"):
+        return Run.from_ranx(obj, golden, corpus=corpus, ks=ks)
+    raise ConfigError(f"from_ranx takes a ranx.Qrels or a ranx.Run, got {kind}")
 
 
 def export_beir(golden: GoldenSet, folder: str | os.PathLike[str], *, split: str = "test") -> Path:
