@@ -67,6 +67,7 @@ def test_reranked_retriever_asks_for_the_shortlist_and_keeps_the_tail():
     assert base.calls == [{"k": 5, "filters": "doc_id=x"}]  # max(k, candidates)
     assert res.query == "question"
     assert [h.chunk.id for h in rr.reranker.seen[0].hits] == ["c0", "c1", "c2"]
+    assert rr.reranker.seen[0].query == "question"
     assert [h.chunk.id for h in res.hits] == ["c2", "c1", "c0", "c3", "c4"]
     assert res.timings == {"base": 0.001, "rerank": 0.5}
     rr.search("q")  # default k = 10, larger than the shortlist
@@ -81,6 +82,17 @@ def test_reranked_retriever_defaults_and_limits():
     assert base.calls == [{"k": 50, "filters": None}] and len(res.hits) == 3
     assert len(rr.reranker.seen[0].hits) == 50
     RerankedRetriever(base, ByTable({}), candidates=1)  # one is enough
+
+    class Plain:  # neither side has a config: recorded as None
+        name = "plain"
+
+        def search(self, query, k=10, filters=None):
+            return ranking(["a"], query)
+
+        def rerank(self, query, ranking):
+            return ranking
+
+    assert RerankedRetriever(Plain(), Plain()).config == {"base": None, "reranker": None, "candidates": 50}
     with pytest.raises(ConfigError, match=r"^candidates must be >= 1, got 0$"):
         RerankedRetriever(base, ByTable({}), candidates=0)
 
@@ -204,6 +216,12 @@ def test_cross_encoder_with_two_outputs_uses_the_last_column(fake_st, monkeypatc
     assert [(h.chunk.id, h.score) for h in out.hits] == [("b", 2.0), ("a", 1.0)]
 
 
+def test_cross_encoder_with_more_outputs_uses_the_last_column(fake_st, monkeypatch):
+    monkeypatch.setattr(FakeCrossEncoder, "scores", staticmethod(lambda pairs: [[0.0, 5.0, 1.0], [0.0, 0.0, 2.0]]))
+    out = CrossEncoderReranker("m").rerank("q", ranking(["a", "b"]))
+    assert [(h.chunk.id, h.score) for h in out.hits] == [("b", 2.0), ("a", 1.0)]
+
+
 def test_cross_encoder_without_sentence_transformers_says_what_to_install(monkeypatch):
     import importlib.util
 
@@ -234,6 +252,7 @@ def test_configs_validate_and_build():
     for bad, message in (({"model": " "}, "CrossEncoderConfig: model must be a model id or folder, got ' '"),
                          ({"model": 3}, "CrossEncoderConfig: model must be a model id or folder, got 3"),
                          ({"max_length": 0}, "CrossEncoderConfig: max_length=0 must be >= 1"),
+                         ({"max_length": 2.5}, "CrossEncoderConfig: max_length must be an integer, got 2.5"),
                          ({"batch_size": 0}, "CrossEncoderConfig: batch_size=0 must be >= 1"),
                          ({"batch_size": 2.5}, "CrossEncoderConfig: batch_size must be an integer, got 2.5")):
         with pytest.raises(ConfigError) as e:
