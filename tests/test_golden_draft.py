@@ -51,6 +51,23 @@ def test_units_ask_the_kinds_each_section_supports(corpus):
     assert [u.kinds for u in only] == [("paraphrase",)] * 3
 
 
+def test_a_near_twin_section_asks_a_question_that_tells_them_apart(tmp_path):
+    twin = DOCS["deploy.md"].replace("# Deploy", "# Deploy v2").replace("five images", "ten images")
+    corpus = load_corpus(write_files(tmp_path / "d", {**DOCS, "deploy-v2.md": twin}))
+    units = {u.anchor: u for u in draft_units(corpus, per_section=1)}
+    assert units["deploy.md#rollback"].similar_anchor == "deploy-v2.md#rollback"
+    assert "near-duplicate" in units["deploy.md#rollback"].kinds
+    assert "near-duplicate" not in units["billing.md#refunds"].kinds
+    assert "SIMILAR SECTION (deploy-v2.md#rollback)" in units["deploy.md#rollback"].prompt()[1]
+
+    class LLM:
+        def chat(self, system, user):
+            return reply(("near-duplicate", "How many old images does the first pipeline keep?"))
+
+    item = draft_golden([units["deploy.md#rollback"]], LLM()).items[0]
+    assert item["relevant"] == ["deploy.md#rollback"] and item["draft"]["similar"] == "deploy-v2.md#rollback"
+
+
 def test_overlap_counts_content_words_of_heading_and_first_sentence():
     title, text = "Refunds", "Refunds are paid back to the original card within fourteen days. Later text."
     assert question_overlap("Are refunds paid back to the original card?", title, text) == 1.0

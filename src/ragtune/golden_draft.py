@@ -36,7 +36,7 @@ from .corpus.corpus import Corpus
 from .errors import ConfigError
 
 __all__ = ["KINDS", "DraftLLM", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
-           "question_overlap", "review_drafts", "DraftResult"]
+           "question_overlap", "review_drafts", "write_drafts", "parse_questions", "DraftResult"]
 
 KINDS = ("paraphrase", "identifier", "multi-hop", "near-duplicate", "unanswerable")
 OUTPUT_TOKENS_PER_QUESTION = 40  # what the estimate assumes a drafted question costs in output tokens
@@ -358,9 +358,9 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     accepted: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     counts = {"accepted": 0, "edited": 0, "rejected": 0, "left": 0, "passed": 0}
-    drafts = golden.drafts
+    n_drafts, seen = len(golden.drafts), 0
     quit_ = False
-    for n, item in enumerate(golden.items):
+    for item in golden.items:
         d = item.to_dict()
         if item.status != "draft":
             accepted.append(d)
@@ -369,9 +369,10 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         if quit_:
             left.append(d)
             continue
+        seen += 1
         notes = dict(item.draft)
         flag = f"  [{notes['flag']}: overlap {notes.get('overlap')}]" if notes.get("flag") else ""
-        show(f"\n[{drafts.index(item) + 1}/{len(drafts)}] {item.id} ({', '.join(item.tags) or 'untagged'}){flag}\n"
+        show(f"\n[{seen}/{n_drafts}] {item.id} ({', '.join(item.tags) or 'untagged'}){flag}\n"
              f"  q: {item.q}\n  relevant: {', '.join(item.relevant) or '(none: unanswerable)'}")
         while True:
             try:
@@ -410,7 +411,7 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     with open(outp, "a", encoding="utf-8") as f:
         for d in accepted:
             f.write(json.dumps(d, ensure_ascii=False) + "\n")
-    if counts["left"] or drafts:
+    if n_drafts:
         write_drafts(left, src)
     return counts
 
