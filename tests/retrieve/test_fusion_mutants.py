@@ -99,6 +99,9 @@ def test_hybrid_counts_only_the_top_depth_of_a_retriever_that_ignores_k():
     assert [h.chunk.id for h in res.hits] == ["c0", "c1", "c2"]
     res = HybridRetriever([long], depth=2).search("q", k=1)
     assert len(rrf([long.search("q")], depth=2).hits) == 2 and len(res.hits) == 1
+    # c5 counts only from the retriever that ranks it first: were all ten counted, c5 would lead
+    res = HybridRetriever([long, Listed(["c5"])], depth=2).search("q", k=3)
+    assert [h.chunk.id for h in res.hits] == ["c0", "c5", "c1"]
 
 
 def test_hybrid_config_defaults_and_bm25_part():
