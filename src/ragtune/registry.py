@@ -87,6 +87,7 @@ class Registry:
         self._builtins = builtins
         self._entries: dict[str, Entry] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
+        self._resolvers: list[Callable[[str], str | None]] = []
         self._loaded = False
         self._loading = False
 
@@ -107,6 +108,21 @@ class Registry:
     def alias(self, alias: str, name: str) -> None:
         """``alias`` (e.g. a Hugging Face id) means ``name``."""
         self._aliases[alias] = name
+
+    def resolver(self, fn: Callable[[str], str | None]) -> None:
+        """``fn(spec)`` may rewrite a spec that is no alias and names no entry (a bare Hugging Face id ->
+        ``st:<id>``); None leaves it to the "unknown name" error."""
+        self._resolvers.append(fn)
+
+    def _resolve(self, spec: str) -> str:
+        if spec in self._aliases:
+            return self._aliases[spec]
+        if spec.partition(":")[0] not in self._entries:
+            for fn in self._resolvers:
+                out = fn(spec)
+                if out:
+                    return out
+        return spec
 
     def unregister(self, name: str) -> None:
         self._entries.pop(name, None)
@@ -148,7 +164,7 @@ class Registry:
         return iter(list(self._entries.values()))
 
     def _split(self, spec: str) -> tuple[str, str | None]:
-        spec = self._aliases.get(spec, spec)
+        spec = self._resolve(spec)
         name, sep, arg = spec.partition(":")
         return name, (arg if sep else None)
 
@@ -179,9 +195,9 @@ class Registry:
         return self._split(spec)[1]
 
     def canonical(self, spec: str) -> str:
-        """``spec`` with aliases resolved (``sentence-transformers/all-MiniLM-L6-v2`` -> ``minilm``)."""
+        """``spec`` with aliases and resolvers applied (``sentence-transformers/all-MiniLM-L6-v2`` -> ``minilm``)."""
         self.get(spec)
-        return self._aliases.get(spec, spec)
+        return self._resolve(spec)
 
     def config(self, spec: str, options: Mapping[str, Any] | None = None) -> Config:
         return self.get(spec).make_config(options)

@@ -88,7 +88,12 @@ def add_chunker_flags(p: argparse.ArgumentParser) -> None:
                    help=f"auto (default: section for markdown, document otherwise) or one of: {CHUNKERS.spell()}")
     p.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
                    help="index 'Title > Heading path' before each chunk (default: on for BEIR, off otherwise)")
-    p.add_argument("--embedder", default=None, help=f"embedding model: {EMBEDDERS.spell()} (default minilm)")
+    p.add_argument("--embedder", default=None, help=f"embedding model: {EMBEDDERS.spell()}, or a Hugging Face id "
+                   "such as BAAI/bge-small-en-v1.5 (= st:<id>) (default minilm)")
+    p.add_argument("--query-prefix", dest="query_prefix", metavar="TEXT",
+                   help="text the embedder puts before each question, e.g. 'query: ' (st:, onnx: and Hugging Face ids)")
+    p.add_argument("--passage-prefix", dest="passage_prefix", metavar="TEXT",
+                   help="text the embedder puts before each chunk, e.g. 'passage: '")
     _option_flags(p.add_argument_group("chunking options (each chunker takes its own)"), "chunker",
                   option_owners("chunker"))
 
@@ -115,6 +120,10 @@ def pipeline_flags(args: argparse.Namespace) -> dict[str, Any]:
     flags = {k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
              and getattr(args, k, None) is not None}
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
+    if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
+        from ..embed import with_prefixes  # the prefixes become part of the embedder's name
+
+        flags["embedder"] = with_prefixes(flags.get("embedder") or "minilm", args.query_prefix, args.passage_prefix)
     return flags
 
 

