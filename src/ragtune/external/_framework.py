@@ -79,7 +79,8 @@ def ragtune_search(target: Any) -> Any:
 def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
     """What a framework document built from a ragtune chunk carries: where it lies, never a guessed id."""
     meta = {k: v for k, v in dict(chunk.metadata).items() if isinstance(k, str)}
-    meta.update({"source": chunk.doc_id, "doc_id": chunk.doc_id, "chunk_id": chunk.id, "start_index": chunk.start, "end_index": chunk.end,
+    meta.update({"source": chunk.doc_id, "doc_id": chunk.doc_id, "chunk_id": chunk.id,
+                 "start_index": chunk.start, "end_index": chunk.end,
                  "sections": list(chunk.anchors), "heading_path": list(chunk.heading_path)})
     return meta
 
