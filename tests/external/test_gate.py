@@ -144,3 +144,43 @@ def test_native_pipeline_gate(tmp_path, capsys):
     assert main(common + ["--junit", str(tmp_path / "j.xml")]) == 0
     assert "regression gate PASSED: 3 metric(s)" in capsys.readouterr().out
     assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "0"
+
+
+def test_endpoint_gate(tmp_path, capsys):
+    """--endpoint: a search service that loses the right document for some questions fails the gate."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+    from urllib.parse import parse_qs, urlsplit
+
+    broken: set[int] = set()
+
+    class Search(BaseHTTPRequestHandler):
+        def do_GET(self):
+            i = int(parse_qs(urlsplit(self.path).query)["q"][0].split()[-1])
+            others = [{"anchor": f"x{i}-{j}.md"} for j in range(29)]
+            hits = others + [{"anchor": f"d{i:02d}.md"}] if i in broken else [{"anchor": f"d{i:02d}.md"}] + others
+            body = json.dumps({"hits": hits}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Search)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/search?q={{query}}"
+        golden = _golden(tmp_path, 30)
+        cmd = ["eval", "--endpoint", url, "--golden", str(golden), "--baseline", str(tmp_path / "b.json")]
+        assert main(cmd + ["--update-baseline"]) == 0
+        broken.update(range(0, 30, 3))  # 10 of 30 questions lose their document
+        capsys.readouterr()
+        assert main(cmd + ["--junit", str(tmp_path / "j.xml")]) == 1
+        assert "regression gate FAILED" in capsys.readouterr().out
+        assert ET.parse(tmp_path / "j.xml").getroot().get("failures") == "3"
+    finally:
+        server.shutdown()
+        server.server_close()
