@@ -304,3 +304,16 @@ def test_a_missing_framework_names_the_install_command(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
         with pytest.raises(MissingDependencyError, match=rf"pip install 'ragtune\[{extra}\]'"):
             module._make_classes()
+
+
+def test_a_path_relative_to_the_working_directory_names_the_corpus_document(bundled, monkeypatch):
+    from ragtune.external import HitMatcher, to_hit
+    from ragtune.external._framework import source_of, span_hit
+
+    root, corpus, _ = bundled
+    monkeypatch.chdir(root.parent)  # a loader given "<folder>" keeps "<folder>/concepts/bm25.md"
+    hit = span_hit(source_of({"source": f"{root.name}/concepts/bm25.md"}, None), "BM25", None, 0, 10)
+    chunk, method = HitMatcher(corpus).match(to_hit(hit))
+    assert method == "span" and (chunk.doc_id, chunk.start, chunk.end) == ("concepts/bm25.md", 0, 10)
+    # an id that is no file stays as it is
+    assert source_of({"doc_id": "concepts/bm25.md#bm25"}, None) == "concepts/bm25.md#bm25"

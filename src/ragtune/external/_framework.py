@@ -30,11 +30,19 @@ def source_of(meta: Mapping[str, Any], source_key: str | None, *fallbacks: Any) 
     for key in keys:
         v = meta.get(key)
         if isinstance(v, (str, os.PathLike)) and str(v).strip():
-            return os.fspath(v)
+            return _absolute(os.fspath(v))
     if source_key:
         raise ConfigError(f"a result has no metadata {source_key!r} (it has: {', '.join(map(str, meta)) or 'none'}); "
                           "pass the metadata key that names its document as source_key=")
     return next((str(f) for f in fallbacks if isinstance(f, str) and f.strip()), None)
+
+
+def _absolute(path: str) -> str:
+    """A path relative to the working directory (``docs/guide.md``, as a loader given ``docs`` keeps it) made
+    absolute, so the matcher makes it relative to the corpus folder; ids, URLs and other paths as they are."""
+    if "://" in path or os.path.isabs(path) or not os.path.isfile(path):
+        return path
+    return os.path.abspath(path)
 
 
 def span_hit(source: str | None, text: str | None, score: Any, start: Any = None, end: Any = None, *,
