@@ -68,6 +68,18 @@ def test_prefixes_are_part_of_the_name_and_reach_the_model(tmp_path):
         get_embedder(f"onnx:{folder}|query=x")
 
 
+def test_hub_ids_and_prefixes_reach_the_tokenizer_and_the_reranker(tmp_path):
+    from ragtune.embed.window import embedder_tokenizer
+    from ragtune.registry import RERANKERS
+
+    folder = onnx_folder(tmp_path)
+    assert embedder_tokenizer(with_prefixes(str(folder), "query: ")) == str(folder / "tokenizer.json")
+    assert embedder_tokenizer(str(folder)) == str(folder / "tokenizer.json")
+    assert RERANKERS.config("embedding", {"model": "BAAI/bge-small-en-v1.5"}).model == "BAAI/bge-small-en-v1.5"
+    with pytest.raises(ConfigError, match="did you mean 'e5-small'"):
+        RERANKERS.config("embedding", {"model": "e5-smal"})
+
+
 def test_cli_prefix_flags(tmp_path, capsys):
     folder = onnx_folder(tmp_path)
     docs = write_files(tmp_path / "docs", DOCS)

@@ -24,7 +24,7 @@ def embedder_tokenizer(embedder: str) -> str | None:
     not in the local cache)."""
     from ..registry import EMBEDDERS
 
-    name = EMBEDDERS.canonical(embedder)
+    name = EMBEDDERS.canonical(embedder).split("|")[0]  # without query/passage prefixes
     kind, _, arg = name.partition(":")
     if name == "minilm":
         return "minilm"
