@@ -1,4 +1,4 @@
-# make demo: set up .venv and evaluate ragtune on its own documentation (offline, BM25).
+# make demo: set up .venv and evaluate ragtune on its own documentation (offline; the default hybrid retrieval).
 # make test: set up .venv with every extra and run the whole test suite.
 PYTHON ?= python3
 VENV := .venv

@@ -160,5 +160,6 @@ SWEEP_QUESTIONS = [
 ]
 PREFIX_ONLY = ("p1", "p2", "p3", "p4", "p5")
 SWEEP_GRID = {"metric": "recall@1", "k": [1, 5], "samples": 500,
-              "baseline": {"chunker": "fixed", "size": 8, "overlap": 0},
-              "grid": {"chunker": ["fixed", "section"], "size": [8, 40], "overlap": [0], "prefix": [False, True]}}
+              "baseline": {"chunker": "fixed", "size": 8, "overlap": 0, "prefix": False, "retriever": "bm25"},
+              "grid": {"chunker": ["fixed", "section"], "size": [8, 40], "overlap": [0], "prefix": [False, True],
+                       "retriever": ["bm25"]}}

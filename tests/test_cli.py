@@ -81,7 +81,7 @@ def test_eval_takes_chunking_flags(md_corpus, tmp_path, capsys):
     g = golden_file(tmp_path, [{"id": "q1", "q": "partial refund", "relevant": ["guide/billing.md#refunds"]}])
     out = tmp_path / "r.json"
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "small_to_big", "--size", "8",
-                 "--parent-size", "40", "--out", str(out)]) == 0
+                 "--parent-size", "40", "--retriever", "bm25", "--out", str(out)]) == 0
     cfg = json.loads(out.read_text())["config"]
     assert cfg["chunker"]["name"] == "small_to_big" and cfg["chunker"]["size"] == 8
     assert cfg["retriever"]["name"] == "bm25>parents"
@@ -113,7 +113,7 @@ def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
     g = golden_file(tmp_path, [{"id": "q1", "q": "x", "relevant": []}])
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--candidates", "5"]) == 2
     assert "--candidates needs --rerank" in capsys.readouterr().err
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--rrf-k", "10"]) == 2
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--rrf-k", "10"]) == 2
     assert "rrf_k does not apply to retriever bm25 (it applies to retrievers hybrid)" in capsys.readouterr().err
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybird"]) == 2
     err = capsys.readouterr().err  # (plugins installed here may extend the list)

@@ -68,7 +68,8 @@ def test_pipeline_config_round_trips_and_normalises_defaults():
     assert PipelineConfig.from_dict(a.to_dict()).key == a.key
     assert a.reranker_config().model == "my/ce" and a.candidates == 20
     # an embedder a bm25 pipeline never uses does not change its key
-    assert PipelineConfig(embedder="e5-small").key == PipelineConfig().key
+    assert PipelineConfig(retriever="bm25", embedder="e5-small").key == PipelineConfig(retriever="bm25").key
+    assert PipelineConfig().retriever == "hybrid" and PipelineConfig().resolved("markdown").prefix is True  # defaults
     # the nested form older store manifests hold
     old = {"chunker": "fixed", "prefix": False, "chunker_options": {"size": 64}, "retriever": "hybrid",
            "retriever_options": {"depth": 20, "rrf_k": 10}, "embedder": "minilm"}

@@ -5,7 +5,7 @@ The public API::
     import ragtune as rt
     corpus = rt.load_corpus("docs/")
     golden = rt.load_golden("docs/golden.jsonl")
-    pipeline = rt.Pipeline.build(corpus)          # section chunks + BM25
+    pipeline = rt.Pipeline.build(corpus)          # section chunks with the heading prefix, hybrid retrieval
     result = rt.run_eval(pipeline, golden)
     print(result.metrics["recall@5"])
     outside = rt.evaluate_retriever(my_search, golden, corpus=corpus)  # any (query, k) -> hits

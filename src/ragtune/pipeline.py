@@ -37,6 +37,7 @@ __all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "build_pipe
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
 PIPELINE_KEYS = ("chunker", "prefix", "retriever", "embedder", "rerank", "candidates", "filter")
 RERANK_PREFIX = "rerank_"
+DEFAULT_RETRIEVER = "hybrid"  # measured in docs/concepts/defaults.md
 
 
 def _items(options: Mapping[str, Any] | Sequence[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
@@ -95,7 +96,7 @@ class PipelineConfig:
     chunker: str = "auto"
     prefix: bool | None = None
     chunker_options: tuple[tuple[str, Any], ...] = ()
-    retriever: str = "bm25"
+    retriever: str = "hybrid"
     retriever_options: tuple[tuple[str, Any], ...] = ()
     embedder: str = "minilm"
     rerank: str | None = None
@@ -181,7 +182,7 @@ class PipelineConfig:
     def resolved(self, corpus_kind: str) -> "PipelineConfig":
         """``auto`` and an unset prefix replaced by what they mean for this kind of corpus."""
         chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
-        prefix = self.prefix if self.prefix is not None else corpus_kind == "beir"
+        prefix = self.prefix if self.prefix is not None else True
         return replace(self, chunker=chunker, prefix=prefix)
 
     def index_config(self) -> "PipelineConfig":
@@ -208,7 +209,7 @@ class PipelineConfig:
             k = k.strip().replace("-", "_")
             f[ALIASES.get(k, k)] = v
         chunker = f.pop("chunker", "auto")
-        retriever = f.pop("retriever", "bm25")
+        retriever = f.pop("retriever", DEFAULT_RETRIEVER)
         rerank = f.pop("rerank", None) or None
         top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
         if "rerank_model" in f:

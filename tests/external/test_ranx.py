@@ -27,7 +27,7 @@ def test_golden_to_qrels_and_back(golden):
 
 
 def test_a_ranx_run_scores_as_the_trec_file_of_the_same_rankings(tmp_path, corpus, golden):
-    native = evaluate(Pipeline.build(corpus).retriever, golden, corpus, ks=KS)
+    native = evaluate(Pipeline.build(corpus, retriever="bm25").retriever, golden, corpus, ks=KS)
     run = Run.from_result(native, name="bm25").to_ranx()
     assert isinstance(run, ranx.Run) and run.name == "bm25"
     write_trec_run(native, tmp_path / "r.trec")
@@ -59,7 +59,7 @@ def test_ranx_metrics_equal_ragtunes_where_one_chunk_is_one_document(tmp_path):
     write_files(tmp_path, {"qrels/test.tsv": "\n".join(qrels) + "\n"})
     corpus = load_corpus(tmp_path)
     golden = load_golden(tmp_path, split="test")
-    retriever = Pipeline.build(corpus).retriever
+    retriever = Pipeline.build(corpus, retriever="bm25").retriever
     ranked = {i.id: [h.chunk.doc_id for h in retriever.search(i.q, k=50).hits] for i in golden}
     run = ranx.Run.from_dict({q: {d: float(len(ids) - r) for r, d in enumerate(ids)} for q, ids in ranked.items()},
                              name="bm25")

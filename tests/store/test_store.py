@@ -171,7 +171,7 @@ def test_versions_store_bm25_and_loading_rebuilds_nothing(corpus_dir, tmp_path, 
     import ragtune.store.build as build_mod
 
     store = IndexStore(tmp_path / "s")
-    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "k1": 1.2}))
+    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "retriever": "bm25", "k1": 1.2}))
     assert (v.path / "bm25" / "ragtune-bm25.json").exists()
     expected = [h.chunk.id for h in load_pipeline(store).retriever.search("refunds", k=3).hits]
 

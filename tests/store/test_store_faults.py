@@ -330,7 +330,7 @@ def test_a_full_disk_during_a_build_publishes_nothing_and_says_so(corpus_dir, tm
     monkeypatch.setattr(store_mod, "open", _FullDisk(budget), raising=False)
     with pytest.raises(StoreError, match=r"^building v0002 failed while writing \S+: No space left on device "
                                          r"\(ENOSPC\)") as e:
-        build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8}))
+        build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
     _assert_failed_build_left_nothing(store, str(e.value))
 
 
@@ -354,10 +354,10 @@ def test_a_full_tmpfs_during_a_build(corpus_dir, tmp_path):
         with open(filler, "r+b") as f:  # leave room for part of a version
             f.truncate(filler.stat().st_size - 16 * 1024)
         with pytest.raises(StoreError, match=r"^building v0002 failed while writing .*\(ENOSPC\)") as e:
-            build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8}))
+            build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
         _assert_failed_build_left_nothing(store, str(e.value))
         filler.unlink()
-        assert build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8})).id \
+        assert build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"})).id \
             == "v0002"
     finally:
         subprocess.run(["umount", str(mnt)], check=False)

@@ -12,7 +12,8 @@ BASE = {"chunker": "fixed", "size": 64, "overlap": 8, "retriever": "bm25"}
 
 def test_product_drops_keys_a_strategy_does_not_take():
     grid = parse_grid({"metric": "recall@10", "baseline": BASE,
-                       "grid": {"chunker": ["fixed", "section"], "size": [32, 64], "overlap": [0, 8], "prefix": [True, False]}})
+                       "grid": {"chunker": ["fixed", "section"], "size": [32, 64], "overlap": [0, 8], "prefix": [True, False],
+                                "retriever": ["bm25"]}})
     assert grid.baseline.key not in {s.key for s in grid.specs}  # prefix unset: unknown until the corpus is known
     grid = grid.resolved("markdown")
     labels = sorted(s.label for s in grid.specs)
@@ -72,7 +73,7 @@ def test_defaults_are_the_same_configuration_and_labels_show_retriever_options()
     from ragtune.sweep import RunSpec
 
     a = RunSpec.from_flags({"chunker": "fixed", "size": 256, "overlap": 32, "retriever": "bm25", "k1": 1.5})
-    b = RunSpec.from_flags({"chunker": "fixed"})
+    b = RunSpec.from_flags({"chunker": "fixed", "retriever": "bm25"})
     assert a.key == b.key
     c = RunSpec.from_flags({"chunker": "fixed", "retriever": "hybrid", "k1": 1.2, "rrf_k": 10})
     assert "k1=1.2" in c.label and "rrf_k=10" in c.label

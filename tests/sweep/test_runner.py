@@ -145,7 +145,8 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     corpus, golden, grid, out = setup
     grid_file = tmp_path / "grid.toml"
     grid_file.write_text('metric = "recall@1"\nk = [1, 5]\nsamples = 500\n[baseline]\nchunker = "fixed"\nsize = 8\n'
-                         'overlap = 0\n[grid]\nchunker = ["section", "fixed"]\nsize = [40]\noverlap = [0]\n')
+                         'overlap = 0\nprefix = false\nretriever = "bm25"\n[grid]\nchunker = ["section", "fixed"]\n'
+                         'size = [40]\noverlap = [0]\nprefix = [false]\nretriever = ["bm25"]\n')
     args = ["--corpus", corpus.root, "--golden", golden.source, "--grid", str(grid_file), "--out", str(out)]
     assert main(["sweep", *args, "--dry-run"]) == 0
     planned = [line.split(None, 1)[1] for line in capsys.readouterr().out.splitlines() if re.match(r"[0-9a-f]{12}  ", line)]
@@ -156,9 +157,9 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     rows = table_rows(text)  # ranked: the baseline (8-token windows) first, whole sections last
     assert len(rows) == 3
     assert "(baseline)" in rows[0] and "-0.100" in rows[1] and "0/9/1" in rows[1] and "-0.200" in rows[2] and "0/8/2" in rows[2]
-    # compare two plain eval outputs: 8-token windows against the default for markdown (whole sections, no prefix)
+    # compare two plain eval outputs: 8-token windows against whole sections (BM25, no prefix)
     a, b = tmp_path / "a.json", tmp_path / "b.json"
-    common = ["--corpus", corpus.root, "--golden", golden.source, "--k", "1,5"]
+    common = ["--corpus", corpus.root, "--golden", golden.source, "--k", "1,5", "--retriever", "bm25", "--no-prefix"]
     assert main(["eval", *common, "--chunker", "fixed", "--size", "8", "--overlap", "0", "--out", str(a)]) == 0
     assert main(["eval", *common, "--out", str(b)]) == 0
     capsys.readouterr()

@@ -87,7 +87,7 @@ def add_chunker_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--chunker", default=None,
                    help=f"auto (default: section for markdown, document otherwise) or one of: {CHUNKERS.spell()}")
     p.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
-                   help="index 'Title > Heading path' before each chunk (default: on for BEIR, off otherwise)")
+                   help="index 'Title > Heading path' before each chunk (default: on)")
     p.add_argument("--embedder", default=None, help=f"embedding model: {EMBEDDERS.spell()}, or a Hugging Face id "
                    "such as BAAI/bge-small-en-v1.5 (= st:<id>) (default minilm)")
     p.add_argument("--query-prefix", dest="query_prefix", metavar="TEXT",
@@ -105,7 +105,7 @@ def add_pipeline_flags(p: argparse.ArgumentParser, *, rerank: bool = True, store
         p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")
-    r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default bm25)")
+    r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
     _option_flags(r, "retriever", option_owners("retriever"))
     if rerank:
         r.add_argument("--rerank", default=None, help=f"rerank the shortlist: {RERANKERS.spell()}")

@@ -102,7 +102,7 @@ def add(sub) -> None:
     p.add_argument("--corpus", required=True)
     p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
     add_chunker_flags(p)
-    p.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default bm25)")
+    p.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
     _option_flags(p.add_argument_group("retrieval options"), "retriever", option_owners("retriever"))
     p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
     p = command("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", json_out=True)
