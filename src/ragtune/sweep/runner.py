@@ -188,10 +188,12 @@ class _Progress:
         self.tty = enabled and sys.stderr.isatty()
         self._live = None
         if self.tty:
+            from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
+            # stderr: stdout carries the table or --json output
             self._live = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                  TimeRemainingColumn(), transient=False)
+                                  TimeRemainingColumn(), transient=False, console=Console(stderr=True))
             self._live.start()
             self._task = self._live.add_task("sweep", total=total)
 
