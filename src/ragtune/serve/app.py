@@ -65,6 +65,13 @@ def check_port(port: int) -> int:
     return port
 
 
+def warm_up(pipeline):
+    """One search through the whole pipeline before it serves: model sessions, query embedding and BM25 arrays are
+    loaded now, so the first request is as fast as the others (it took 1.4 s instead of 20 ms)."""
+    pipeline.retriever.search("warm up", k=1)
+    return pipeline
+
+
 class PipelineHolder:
     """The loaded pipeline of the store's current version, swapped when CURRENT changes.
 
@@ -78,7 +85,7 @@ class PipelineHolder:
         from ..store import load_pipeline
 
         self.store = store
-        self._load = loader or (lambda vid: load_pipeline(store, vid))
+        self._load = loader or (lambda vid: warm_up(load_pipeline(store, vid)))
         self.retry_base, self.retry_max = retry_base, retry_max
         self._lock = threading.Lock()
         self._loading: str | None = None
