@@ -1,0 +1,289 @@
+"""Docs that stay true: every ``ragtune`` command quoted in README.md and docs/**/*.md runs for real.
+
+Commands are taken from fenced ``bash``/``sh``/``shell``/``console`` blocks: a line starting with ``ragtune ``
+(or ``$ ragtune`` in console blocks), backslash continuations joined, trailing ``# comments`` dropped. Each one
+runs in-process through ``ragtune.cli.main`` inside a workspace prepared for its page (a copy of the bundled
+``docs/`` folder, also reachable as ``my-docs/``; ``golden.jsonl`` and ``my-golden.jsonl`` = docs/golden.jsonl;
+``examples/``; ``grid.toml`` = examples/demo-grid.toml). Commands of one page run in page order in one
+workspace, so a page can build a store and then use it. A pipe into ``grep``/``head``/``wc`` or ``> FILE`` is
+honoured.
+
+HTML comments right after a block (one per line) steer the test:
+
+- ``<!-- docs-test: skip (reason) -->`` skips every command of the block; ``<!-- docs-test: skip "TEXT"
+  (reason) -->`` only those containing TEXT. Skipped commands are reported by pytest with their reason.
+- ``<!-- docs-test: exit N -->`` (optionally ``exit N "TEXT"``) expects exit code N instead of 0.
+- ``<!-- docs-test: file PATH -->`` after a non-shell block writes the block's text to PATH in the page's
+  workspace before its commands run (the quickstart's three-question ``my-golden.jsonl``).
+- ``<!-- docs-test: expect "FIGURE" ... -->`` asserts that each FIGURE appears in the output of the block's last
+  command and is quoted on the page outside the comment: this is how quoted measurements are kept current.
+
+The embedding cache is shared by the whole module (kept across runs in pytest's cache folder), so each corpus
+is embedded once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+SHELL_LANGS = {"bash", "sh", "shell", "console"}
+FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w-]*)")
+DIRECTIVE = re.compile(r"^\s*<!--\s*docs-test:\s*(.*?)\s*-->\s*$")
+QUOTED = re.compile(r'"([^"]*)"')
+PLACEHOLDER = re.compile(r"<[A-Za-z][\w -]*>")
+
+
+@dataclass
+class Command:
+    page: str
+    line: int
+    text: str
+    skip: str | None = None
+    exit_code: int = 0
+    expect: list[str] = field(default_factory=list)
+
+    @property
+    def id(self) -> str:
+        return f"{self.page}:{self.line}"
+
+
+def _strip_comment(text: str) -> str:
+    """Drop a trailing shell comment (`` # ...``) outside quotes."""
+    quote = None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote:
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and i > 0 and text[i - 1] in " \t":
+            return text[:i].rstrip()
+    return text
+
+
+def _apply(directive: str, commands: list[Command], page: str, lineno: int, body: list[str],
+           files: dict[str, dict[str, str]]) -> None:
+    m = re.match(r"(skip|exit|expect|file)\b\s*(.*)$", directive)
+    if not m:
+        raise ValueError(f"{page}:{lineno}: unknown docs-test directive {directive!r}; use skip, exit, expect or file")
+    verb, rest = m.groups()
+    if verb == "file":
+        if not rest or commands:
+            raise ValueError(f"{page}:{lineno}: write 'file PATH' after a block that holds the file's text")
+        files.setdefault(page, {})[rest] = "\n".join(body) + "\n"
+        return
+    if verb == "expect":
+        if not commands:
+            raise ValueError(f"{page}:{lineno}: 'expect' after a block with no ragtune command")
+        commands[-1].expect.extend(QUOTED.findall(rest))
+        return
+    if verb == "exit":
+        em = re.match(r"(\d+)\s*(?:\"([^\"]*)\")?", rest)
+        if not em:
+            raise ValueError(f"{page}:{lineno}: write 'exit N' or 'exit N \"TEXT\"'")
+        code, sel = int(em.group(1)), em.group(2)
+        for c in commands:
+            if sel is None or sel in c.text:
+                c.exit_code = code
+        return
+    sm = re.match(r'(?:"([^"]*)"\s*)?\((.+)\)$', rest)
+    if not sm:
+        raise ValueError(f"{page}:{lineno}: write 'skip (reason)' or 'skip \"TEXT\" (reason)'")
+    sel, reason = sm.groups()
+    hit = [c for c in commands if sel is None or sel in c.text]
+    if not hit:
+        raise ValueError(f"{page}:{lineno}: skip selector {sel!r} matches no command of the block")
+    for c in hit:
+        c.skip = reason
+
+
+FILES: dict[str, dict[str, str]] = {}  # page -> {path in the workspace: text}, from 'file' directives
+
+
+def extract(path: Path, files: dict[str, dict[str, str]] | None = None) -> list[Command]:
+    files = FILES if files is None else files
+    page = path.relative_to(ROOT).as_posix()
+    lines = path.read_text(encoding="utf-8").splitlines()
+    out: list[Command] = []
+    i = 0
+    while i < len(lines):
+        m = FENCE.match(lines[i])
+        if not m:
+            i += 1
+            continue
+        fence, lang = m.groups()
+        j = i + 1
+        while j < len(lines) and not lines[j].strip().startswith(fence):
+            j += 1
+        block: list[Command] = []
+        if lang in SHELL_LANGS:
+            buf, start = "", 0
+            for k in range(i + 1, j):
+                raw = lines[k].strip()
+                if not buf:
+                    start = k + 1
+                    if lang == "console":
+                        if not raw.startswith("$ "):
+                            continue
+                        raw = raw[2:].lstrip()
+                buf = f"{buf} {raw}" if buf else raw
+                if buf.endswith("\\"):
+                    buf = buf[:-1].rstrip()
+                    continue
+                text = _strip_comment(buf)
+                buf = ""
+                if text.startswith("ragtune ") or text == "ragtune":
+                    block.append(Command(page, start, text))
+        # directives: consecutive comment lines after the closing fence (blank lines allowed)
+        k = j + 1
+        while k < len(lines) and (not lines[k].strip() or DIRECTIVE.match(lines[k])):
+            d = DIRECTIVE.match(lines[k])
+            if d:
+                _apply(d.group(1), block, page, k + 1, lines[i + 1:j], files)
+            k += 1
+        out.extend(block)
+        i = j + 1
+    return out
+
+
+ALL = [c for p in PAGES for c in extract(p)]
+
+
+# ---------------------------------------------------------------- workspace
+
+
+@pytest.fixture(scope="module")
+def docs_env(tmp_path_factory, request):
+    cache = os.environ.get("RAGTUNE_DOCS_TEST_CACHE")
+    cache_dir = Path(cache) if cache else request.config.cache.mkdir("ragtune-docs-test-cache")
+    base = tmp_path_factory.mktemp("docs-base")
+    shutil.copytree(ROOT / "docs", base / "docs")
+    shutil.copytree(ROOT / "docs", base / "my-docs")
+    shutil.copytree(ROOT / "examples", base / "examples")
+    for name in ("golden.jsonl", "my-golden.jsonl"):
+        shutil.copy(ROOT / "docs" / "golden.jsonl", base / name)
+    shutil.copy(ROOT / "examples" / "demo-grid.toml", base / "grid.toml")
+    return {"base": base, "cache": cache_dir, "root": tmp_path_factory.mktemp("docs-pages"), "pages": {}}
+
+
+def _workspace(env: dict, page: str) -> Path:
+    ws = env["pages"].get(page)
+    if ws is None:
+        ws = env["root"] / re.sub(r"\W+", "_", page)
+        shutil.copytree(env["base"], ws)
+        for rel, text in FILES.get(page, {}).items():
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            (ws / rel).write_text(text, encoding="utf-8")
+        env["pages"][page] = ws
+    return ws
+
+
+def _split_pipeline(text: str) -> tuple[list[str], list[str]]:
+    lex = shlex.shlex(text, posix=True, punctuation_chars="|>")
+    lex.whitespace_split = True
+    lex.commenters = ""
+    tokens = list(lex)
+    for n, tok in enumerate(tokens):
+        if tok in ("|", ">"):
+            return tokens[:n], tokens[n:]
+    return tokens, []
+
+
+def run_command(cmd: Command, ws: Path) -> tuple[int, str]:
+    from ragtune.cli import main
+
+    argv, tail = _split_pipeline(cmd.text)
+    out, err = io.StringIO(), io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(ws)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                rc = main(argv[1:])
+            except SystemExit as e:  # argparse: --help, unknown flags
+                rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.chdir(cwd)
+    stdout = out.getvalue()
+    if tail and tail[0] == ">":
+        (ws / tail[1]).write_text(stdout, encoding="utf-8")
+    elif tail:
+        res = subprocess.run(shlex.join(tail[1:]), shell=True, cwd=ws, input=stdout, capture_output=True, text=True)
+        stdout = res.stdout
+        if rc == 0 and res.returncode not in (0, 1):  # grep: 1 = no match, reported by the content checks
+            rc = res.returncode
+    return rc, stdout + err.getvalue()
+
+
+@pytest.mark.parametrize("cmd", ALL, ids=[c.id for c in ALL])
+def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
+    if cmd.skip:
+        pytest.skip(cmd.skip)
+    placeholder = PLACEHOLDER.search(cmd.text)
+    assert not placeholder, (f"{cmd.id}: {cmd.text!r} has the placeholder {placeholder.group(0)}; add "
+                             f"<!-- docs-test: skip (placeholder) --> after the block or use a real value")
+    monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(docs_env["cache"]))
+    monkeypatch.setenv("RAGTUNE_PROGRESS", "0")
+    ws = _workspace(docs_env, cmd.page)
+    rc, output = run_command(cmd, ws)
+    tail = "\n".join(output.strip().splitlines()[-8:])
+    assert rc == cmd.exit_code, f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"
+    page_text = re.sub(r"<!--.*?-->", "", (ROOT / cmd.page).read_text(encoding="utf-8"), flags=re.S)
+    for figure in cmd.expect:
+        assert figure in page_text, f"{cmd.id}: expected figure {figure!r} is not quoted on the page"
+        assert figure in output, f"{cmd.id}: the page quotes {figure!r} but `{cmd.text}` printed:\n{output[-2000:]}"
+
+
+# ---------------------------------------------------------------- the extractor itself
+
+
+def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatch):
+    page = tmp_path / "p.md"
+    page.write_text(
+        "```bash\nragtune eval --corpus docs \\\n  --golden g.jsonl   # a comment\nmake demo\n```\n"
+        "<!-- docs-test: exit 1 -->\n\n"
+        "```console\n$ ragtune anchors --corpus docs\nout put\n$ ragtune search --corpus docs 'x # y'\n```\n"
+        '<!-- docs-test: skip "search" (needs a server) -->\n<!-- docs-test: expect "out put" -->\n'
+        "```text\nragtune not a command\n```\n"
+        '```json\n{"id": "t1"}\n```\n<!-- docs-test: file my-golden.jsonl -->\n',
+        encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    files: dict[str, dict[str, str]] = {}
+    got = extract(page, files)
+    assert files == {"p.md": {"my-golden.jsonl": '{"id": "t1"}\n'}}
+    assert [(c.line, c.text) for c in got] == [
+        (2, "ragtune eval --corpus docs --golden g.jsonl"),
+        (9, "ragtune anchors --corpus docs"),
+        (11, "ragtune search --corpus docs 'x # y'"),
+    ]
+    assert [c.exit_code for c in got] == [1, 0, 0]
+    assert [c.skip for c in got] == [None, None, "needs a server"]
+    assert got[2].expect == ["out put"] and got[1].expect == []
+
+
+def test_a_bad_directive_is_refused(tmp_path, monkeypatch):
+    page = tmp_path / "p.md"
+    page.write_text("```bash\nragtune anchors --corpus docs\n```\n<!-- docs-test: skipp (x) -->\n", encoding="utf-8")
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    with pytest.raises(ValueError, match="unknown docs-test directive"):
+        extract(page, {})
+
+
+def test_pipeline_split():
+    assert _split_pipeline("ragtune anchors --corpus docs | grep -c '#'") == (
+        ["ragtune", "anchors", "--corpus", "docs"], ["|", "grep", "-c", "#"])
+    assert _split_pipeline("ragtune search --corpus d 'a|b' --json > r.json") == (
+        ["ragtune", "search", "--corpus", "d", "a|b", "--json"], [">", "r.json"])
