@@ -15,6 +15,8 @@ HTML comments right after a block (one per line) steer the test:
 - ``<!-- docs-test: exit N -->`` (optionally ``exit N "TEXT"``) expects exit code N instead of 0.
 - ``<!-- docs-test: file PATH -->`` after a non-shell block writes the block's text to PATH in the page's
   workspace before its commands run (the quickstart's three-question ``my-golden.jsonl``).
+- ``<!-- docs-test: setup "SHELL" -->`` runs SHELL (``ragtune`` on the PATH) in the workspace before the
+  block's first command: how a page's story changes the corpus between two commands.
 - ``<!-- docs-test: expect "FIGURE" ... -->`` asserts that each FIGURE appears in the output of the block's last
   command and is quoted on the page outside the comment: this is how quoted measurements are kept current.
 
@@ -54,6 +56,7 @@ class Command:
     skip: str | None = None
     exit_code: int = 0
     expect: list[str] = field(default_factory=list)
+    setup: list[str] = field(default_factory=list)
 
     @property
     def id(self) -> str:
@@ -76,10 +79,16 @@ def _strip_comment(text: str) -> str:
 
 def _apply(directive: str, commands: list[Command], page: str, lineno: int, body: list[str],
            files: dict[str, dict[str, str]]) -> None:
-    m = re.match(r"(skip|exit|expect|file)\b\s*(.*)$", directive)
+    m = re.match(r"(skip|exit|expect|file|setup)\b\s*(.*)$", directive)
     if not m:
-        raise ValueError(f"{page}:{lineno}: unknown docs-test directive {directive!r}; use skip, exit, expect or file")
+        raise ValueError(f"{page}:{lineno}: unknown docs-test directive {directive!r}; "
+                         "use skip, exit, expect, file or setup")
     verb, rest = m.groups()
+    if verb == "setup":
+        if not commands or not QUOTED.fullmatch(rest):
+            raise ValueError(f"{page}:{lineno}: write 'setup \"SHELL COMMAND\"' after a block with a ragtune command")
+        commands[0].setup.append(QUOTED.fullmatch(rest).group(1))
+        return
     if verb == "file":
         if not rest or commands:
             raise ValueError(f"{page}:{lineno}: write 'file PATH' after a block that holds the file's text")
@@ -238,6 +247,10 @@ def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
     monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(docs_env["cache"]))
     monkeypatch.setenv("RAGTUNE_PROGRESS", "0")
     ws = _workspace(docs_env, cmd.page)
+    for line in cmd.setup:
+        path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+        res = subprocess.run(line, shell=True, cwd=ws, capture_output=True, text=True, env={**os.environ, "PATH": path})
+        assert res.returncode == 0, f"{cmd.id}: setup `{line}` failed:\n{res.stdout}{res.stderr}"
     rc, output = run_command(cmd, ws)
     tail = "\n".join(output.strip().splitlines()[-8:])
     assert rc == cmd.exit_code, f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"
