@@ -154,7 +154,7 @@ def extract(path: Path, files: dict[str, dict[str, str]] | None = None) -> list[
                     continue
                 text = _strip_comment(buf)
                 buf = ""
-                if text.startswith("ragtune ") or text == "ragtune":
+                if re.match(r"(?:[A-Z_][A-Z0-9_]*=\S*\s+)*ragtune(?:\s|$)", text):
                     block.append(Command(page, start, text))
         # directives: consecutive comment lines after the closing fence (blank lines allowed)
         k = j + 1
@@ -215,6 +215,9 @@ def run_command(cmd: Command, ws: Path) -> tuple[int, str]:
     from ragtune.cli import main
 
     argv, tail = _split_pipeline(cmd.text)
+    while argv and re.fullmatch(r"[A-Z_][A-Z0-9_]*=.*", argv[0]):  # VAR=value ragtune ...
+        name, _, value = argv.pop(0).partition("=")
+        os.environ[name] = value  # the test's monkeypatch restores the environment
     out, err = io.StringIO(), io.StringIO()
     cwd = os.getcwd()
     os.chdir(ws)
@@ -251,6 +254,8 @@ def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
         path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
         res = subprocess.run(line, shell=True, cwd=ws, capture_output=True, text=True, env={**os.environ, "PATH": path})
         assert res.returncode == 0, f"{cmd.id}: setup `{line}` failed:\n{res.stdout}{res.stderr}"
+    for name in re.findall(r"(?:^|\s)([A-Z_][A-Z0-9_]*)=", cmd.text.split("ragtune", 1)[0]):
+        monkeypatch.setenv(name, os.environ.get(name, ""))  # so the value run_command sets is undone
     rc, output = run_command(cmd, ws)
     tail = "\n".join(output.strip().splitlines()[-8:])
     assert rc == cmd.exit_code, f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"
@@ -268,7 +273,7 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
     page.write_text(
         "```bash\nragtune eval --corpus docs \\\n  --golden g.jsonl   # a comment\nmake demo\n```\n"
         "<!-- docs-test: exit 1 -->\n\n"
-        "```console\n$ ragtune anchors --corpus docs\nout put\n$ ragtune search --corpus docs 'x # y'\n```\n"
+        "```console\n$ RAGTUNE_X=1 ragtune anchors --corpus docs\nout put\n$ ragtune search --corpus docs 'x # y'\n```\n"
         '<!-- docs-test: skip "search" (needs a server) -->\n<!-- docs-test: expect "out put" -->\n'
         "```text\nragtune not a command\n```\n"
         '```json\n{"id": "t1"}\n```\n<!-- docs-test: file my-golden.jsonl -->\n',
@@ -279,7 +284,7 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
     assert files == {"p.md": {"my-golden.jsonl": '{"id": "t1"}\n'}}
     assert [(c.line, c.text) for c in got] == [
         (2, "ragtune eval --corpus docs --golden g.jsonl"),
-        (9, "ragtune anchors --corpus docs"),
+        (9, "RAGTUNE_X=1 ragtune anchors --corpus docs"),
         (11, "ragtune search --corpus docs 'x # y'"),
     ]
     assert [c.exit_code for c in got] == [1, 0, 0]
