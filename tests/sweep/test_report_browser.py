@@ -33,7 +33,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--
 # two sized strategies (two heatmaps), identical configurations (prefix makes no difference to some),
 # BM25 next to dense retrieval (whose latency includes embedding the query)
 RICH_GRID = {"metric": "recall@1", "k": [1, 5, 10], "samples": 500,
-             "baseline": {"chunker": "fixed", "size": 8, "overlap": 0},
+             "baseline": {"chunker": "fixed", "size": 8, "overlap": 0, "prefix": False, "retriever": "bm25"},
              "grid": {"chunker": ["fixed", "markdown"], "size": [8, 40, 400], "overlap": [0],
                       "prefix": [False, True], "retriever": ["bm25", "dense"]}}
 
