@@ -11,7 +11,7 @@ honoured.
 HTML comments right after a block (one per line) steer the test:
 
 - ``<!-- docs-test: skip (reason) -->`` skips every command of the block; ``<!-- docs-test: skip "TEXT"
-  (reason) -->`` only those containing TEXT. Skipped commands are reported by pytest with their reason.
+  (reason) -->`` only those containing TEXT, ``skip #N (reason)`` only the block's N-th command. Skipped commands are reported by pytest with their reason.
 - ``<!-- docs-test: exit N -->`` (optionally ``exit N "TEXT"``) expects exit code N instead of 0.
 - ``<!-- docs-test: file PATH -->`` after a non-shell block writes the block's text to PATH in the page's
   workspace before its commands run (the quickstart's three-question ``my-golden.jsonl``).
@@ -108,11 +108,14 @@ def _apply(directive: str, commands: list[Command], page: str, lineno: int, body
             if sel is None or sel in c.text:
                 c.exit_code = code
         return
-    sm = re.match(r'(?:"([^"]*)"\s*)?\((.+)\)$', rest)
+    sm = re.match(r'(?:"([^"]*)"\s*|#(\d+)\s*)?\((.+)\)$', rest)
     if not sm:
-        raise ValueError(f"{page}:{lineno}: write 'skip (reason)' or 'skip \"TEXT\" (reason)'")
-    sel, reason = sm.groups()
-    hit = [c for c in commands if sel is None or sel in c.text]
+        raise ValueError(f"{page}:{lineno}: write 'skip (reason)', 'skip \"TEXT\" (reason)' or 'skip #N (reason)'")
+    sel, nth, reason = sm.groups()
+    if nth is not None:
+        hit = commands[int(nth) - 1:int(nth)] if int(nth) >= 1 else []
+    else:
+        hit = [c for c in commands if sel is None or sel in c.text]
     if not hit:
         raise ValueError(f"{page}:{lineno}: skip selector {sel!r} matches no command of the block")
     for c in hit:
@@ -275,6 +278,7 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
         "<!-- docs-test: exit 1 -->\n\n"
         "```console\n$ RAGTUNE_X=1 ragtune anchors --corpus docs\nout put\n$ ragtune search --corpus docs 'x # y'\n```\n"
         '<!-- docs-test: skip "search" (needs a server) -->\n<!-- docs-test: expect "out put" -->\n'
+        "<!-- docs-test: skip #1 (first) -->\n"
         "```text\nragtune not a command\n```\n"
         '```json\n{"id": "t1"}\n```\n<!-- docs-test: file my-golden.jsonl -->\n',
         encoding="utf-8")
@@ -288,7 +292,7 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
         (11, "ragtune search --corpus docs 'x # y'"),
     ]
     assert [c.exit_code for c in got] == [1, 0, 0]
-    assert [c.skip for c in got] == [None, None, "needs a server"]
+    assert [c.skip for c in got] == [None, "first", "needs a server"]
     assert got[2].expect == ["out put"] and got[1].expect == []
 
 
