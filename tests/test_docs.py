@@ -17,6 +17,8 @@ HTML comments right after a block (one per line) steer the test:
   workspace before its commands run (the quickstart's three-question ``my-golden.jsonl``).
 - ``<!-- docs-test: setup "SHELL" -->`` runs SHELL (``ragtune`` on the PATH) in the workspace before the
   block's first command: how a page's story changes the corpus between two commands.
+- ``<!-- docs-test: output -->`` after a ``console`` block: each command must print exactly the lines the
+  block shows after it (a deterministic example, such as a seeded comparison of small files).
 - ``<!-- docs-test: expect "FIGURE" ... -->`` asserts that each FIGURE appears in the output of the block's last
   command and is quoted on the page outside the comment: this is how quoted measurements are kept current.
 
@@ -57,6 +59,8 @@ class Command:
     exit_code: int = 0
     expect: list[str] = field(default_factory=list)
     setup: list[str] = field(default_factory=list)
+    printed: list[str] = field(default_factory=list)  # console block: the lines shown after the command
+    check_printed: bool = False
 
     @property
     def id(self) -> str:
@@ -79,11 +83,17 @@ def _strip_comment(text: str) -> str:
 
 def _apply(directive: str, commands: list[Command], page: str, lineno: int, body: list[str],
            files: dict[str, dict[str, str]]) -> None:
-    m = re.match(r"(skip|exit|expect|file|setup)\b\s*(.*)$", directive)
+    m = re.match(r"(skip|exit|expect|file|setup|output)\b\s*(.*)$", directive)
     if not m:
         raise ValueError(f"{page}:{lineno}: unknown docs-test directive {directive!r}; "
-                         "use skip, exit, expect, file or setup")
+                         "use skip, exit, expect, file, setup or output")
     verb, rest = m.groups()
+    if verb == "output":
+        if not commands or not all(c.printed for c in commands):
+            raise ValueError(f"{page}:{lineno}: 'output' needs a console block that shows each command's output")
+        for c in commands:
+            c.check_printed = True
+        return
     if verb == "setup":
         if not commands or not QUOTED.fullmatch(rest):
             raise ValueError(f"{page}:{lineno}: write 'setup \"SHELL COMMAND\"' after a block with a ragtune command")
@@ -149,6 +159,8 @@ def extract(path: Path, files: dict[str, dict[str, str]] | None = None) -> list[
                     start = k + 1
                     if lang == "console":
                         if not raw.startswith("$ "):
+                            if block:
+                                block[-1].printed.append(lines[k].rstrip())
                             continue
                         raw = raw[2:].lstrip()
                 buf = f"{buf} {raw}" if buf else raw
@@ -180,7 +192,12 @@ ALL = [c for p in PAGES for c in extract(p)]
 @pytest.fixture(scope="module")
 def docs_env(tmp_path_factory, request):
     cache = os.environ.get("RAGTUNE_DOCS_TEST_CACHE")
-    cache_dir = Path(cache) if cache else request.config.cache.mkdir("ragtune-docs-test-cache")
+    if cache:
+        cache_dir = Path(cache)
+    elif getattr(request.config, "cache", None) is not None:  # kept between runs: only changed chunks re-embed
+        cache_dir = Path(request.config.cache.mkdir("ragtune-docs-test-cache"))
+    else:  # -p no:cacheprovider
+        cache_dir = tmp_path_factory.mktemp("ragtune-cache")
     base = tmp_path_factory.mktemp("docs-base")
     shutil.copytree(ROOT / "docs", base / "docs")
     shutil.copytree(ROOT / "docs", base / "my-docs")
@@ -233,6 +250,8 @@ def run_command(cmd: Command, ws: Path) -> tuple[int, str]:
     finally:
         os.chdir(cwd)
     stdout = out.getvalue()
+    if cmd.check_printed:
+        return rc, stdout
     if tail and tail[0] == ">":
         (ws / tail[1]).write_text(stdout, encoding="utf-8")
     elif tail:
@@ -263,6 +282,9 @@ def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
     tail = "\n".join(output.strip().splitlines()[-8:])
     assert rc == cmd.exit_code, f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"
     page_text = re.sub(r"<!--.*?-->", "", (ROOT / cmd.page).read_text(encoding="utf-8"), flags=re.S)
+    if cmd.check_printed:
+        shown = "\n".join(cmd.printed).rstrip()
+        assert output.rstrip() == shown, f"{cmd.id}: `{cmd.text}` no longer prints what the page shows:\n{output}"
     for figure in cmd.expect:
         assert figure in page_text, f"{cmd.id}: expected figure {figure!r} is not quoted on the page"
         assert figure in output, f"{cmd.id}: the page quotes {figure!r} but `{cmd.text}` printed:\n{output[-2000:]}"
@@ -294,6 +316,7 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
     assert [c.exit_code for c in got] == [1, 0, 0]
     assert [c.skip for c in got] == [None, "first", "needs a server"]
     assert got[2].expect == ["out put"] and got[1].expect == []
+    assert got[1].printed == ["out put"] and not got[1].check_printed
 
 
 def test_a_bad_directive_is_refused(tmp_path, monkeypatch):
