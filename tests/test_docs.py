@@ -11,7 +11,8 @@ honoured.
 HTML comments right after a block (one per line) steer the test:
 
 - ``<!-- docs-test: skip (reason) -->`` skips every command of the block; ``<!-- docs-test: skip "TEXT"
-  (reason) -->`` only those containing TEXT, ``skip #N (reason)`` only the block's N-th command. Skipped commands are reported by pytest with their reason.
+  (reason) -->`` only those containing TEXT, ``skip #N (reason)`` only the block's N-th command. Skipped
+  commands are reported by pytest with their reason.
 - ``<!-- docs-test: exit N -->`` (optionally ``exit N "TEXT"``) expects exit code N instead of 0.
 - ``<!-- docs-test: file PATH -->`` after a non-shell block writes the block's text to PATH in the page's
   workspace before its commands run (the quickstart's three-question ``my-golden.jsonl``).
@@ -298,7 +299,8 @@ def test_extractor_joins_continuations_and_reads_directives(tmp_path, monkeypatc
     page.write_text(
         "```bash\nragtune eval --corpus docs \\\n  --golden g.jsonl   # a comment\nmake demo\n```\n"
         "<!-- docs-test: exit 1 -->\n\n"
-        "```console\n$ RAGTUNE_X=1 ragtune anchors --corpus docs\nout put\n$ ragtune search --corpus docs 'x # y'\n```\n"
+        "```console\n$ RAGTUNE_X=1 ragtune anchors --corpus docs\nout put\n"
+        "$ ragtune search --corpus docs 'x # y'\n```\n"
         '<!-- docs-test: skip "search" (needs a server) -->\n<!-- docs-test: expect "out put" -->\n'
         "<!-- docs-test: skip #1 (first) -->\n"
         "```text\nragtune not a command\n```\n"
