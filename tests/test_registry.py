@@ -74,7 +74,9 @@ def test_pipeline_config_round_trips_and_normalises_defaults():
     old = {"chunker": "fixed", "prefix": False, "chunker_options": {"size": 64}, "retriever": "hybrid",
            "retriever_options": {"depth": 20, "rrf_k": 10}, "embedder": "minilm"}
     cfg = PipelineConfig.from_dict(old)
-    assert dict(cfg.retriever_options) == {"fusion_depth": 20, "rrf_k": 10} and dict(cfg.chunker_options) == {"size": 64}
+    assert dict(cfg.retriever_options) == {"fusion_depth": 20, "rrf_k": 10}
+    # sizes in those versions counted regex tokens: a refresh must chunk changed documents the same way
+    assert dict(cfg.chunker_options) == {"size": 64, "tokenizer": "regex"} and cfg.chunker_config().tokenizer == "regex"
 
 
 def test_pipeline_is_immutable_and_with_reranker_returns_a_new_one(md_corpus):

@@ -271,6 +271,12 @@ class PipelineConfig:
             flat.update(data.get("retriever_options") or {})
             if flat.get("embedder") is None:
                 flat.pop("embedder", None)
+            # they were written when every size counted regex tokens and prefix/retriever defaults differed:
+            # say so, so that a refresh chunks changed documents exactly as the rest of the version was chunked
+            chunker = flat.get("chunker", "auto")
+            if chunker != "auto" and "tokenizer" in CHUNKERS.get(chunker).options:
+                flat.setdefault("tokenizer", "regex")
+            flat.setdefault("retriever", "bm25")
             return cls.from_flags(flat)
         return cls.from_flags(data)
 
