@@ -280,15 +280,26 @@ def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
     for name in re.findall(r"(?:^|\s)([A-Z_][A-Z0-9_]*)=", cmd.text.split("ragtune", 1)[0]):
         monkeypatch.setenv(name, os.environ.get(name, ""))  # so the value run_command sets is undone
     rc, output = run_command(cmd, ws)
-    tail = "\n".join(output.strip().splitlines()[-8:])
-    assert rc == cmd.exit_code, f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"
-    page_text = re.sub(r"<!--.*?-->", "", (ROOT / cmd.page).read_text(encoding="utf-8"), flags=re.S)
-    if cmd.check_printed:
-        shown = "\n".join(cmd.printed).rstrip()
-        assert output.rstrip() == shown, f"{cmd.id}: `{cmd.text}` no longer prints what the page shows:\n{output}"
+    page_text = (ROOT / cmd.page).read_text(encoding="utf-8")
+    problems = judge(cmd, rc, output, page_text)
+    assert not problems, "\n".join(problems)
+
+
+def judge(cmd: Command, rc: int, output: str, page_text: str) -> list[str]:
+    """What is wrong with a command's run, compared with what its page says."""
+    if rc != cmd.exit_code:
+        tail = "\n".join(output.strip().splitlines()[-8:])
+        return [f"{cmd.id}: `{cmd.text}` exited {rc}, the page says {cmd.exit_code}:\n{tail}"]
+    problems = []
+    if cmd.check_printed and output.rstrip() != "\n".join(cmd.printed).rstrip():
+        problems.append(f"{cmd.id}: `{cmd.text}` no longer prints what the page shows:\n{output}")
+    shown = re.sub(r"<!--.*?-->", "", page_text, flags=re.S)
     for figure in cmd.expect:
-        assert figure in page_text, f"{cmd.id}: expected figure {figure!r} is not quoted on the page"
-        assert figure in output, f"{cmd.id}: the page quotes {figure!r} but `{cmd.text}` printed:\n{output[-2000:]}"
+        if figure not in shown:
+            problems.append(f"{cmd.id}: expected figure {figure!r} is not quoted on the page")
+        elif figure not in output:
+            problems.append(f"{cmd.id}: the page quotes {figure!r} but `{cmd.text}` printed:\n{output[-2000:]}")
+    return problems
 
 
 # ---------------------------------------------------------------- the extractor itself
@@ -334,3 +345,15 @@ def test_pipeline_split():
         ["ragtune", "anchors", "--corpus", "docs"], ["|", "grep", "-c", "#"])
     assert _split_pipeline("ragtune search --corpus d 'a|b' --json > r.json") == (
         ["ragtune", "search", "--corpus", "d", "a|b", "--json"], [">", "r.json"])
+
+
+def test_judge_catches_stale_figures_and_exit_codes():
+    cmd = Command("p.md", 3, "ragtune golden check", expect=["57 answerable"])
+    page = "```bash\nragtune golden check\n```\n<!-- docs-test: expect \"57 answerable\" -->\nprints 57 answerable\n"
+    assert judge(cmd, 0, "ok: 62 questions (57 answerable, 5 unanswerable)", page) == []
+    assert "the page quotes '57 answerable'" in judge(cmd, 0, "ok: 62 questions (55 answerable)", page)[0]
+    assert "not quoted on the page" in judge(cmd, 0, "57 answerable", page.replace("prints 57", "prints 55"))[0]
+    assert "exited 2, the page says 0" in judge(cmd, 2, "error: no such file", page)[0]
+    shown = Command("p.md", 3, "ragtune compare a b", printed=["n=3", "mrr"], check_printed=True)
+    assert judge(shown, 0, "n=3\nmrr\n", "") == []
+    assert "no longer prints" in judge(shown, 0, "n=3\nrecall\n", "")[0]
