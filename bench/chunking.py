@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{'nDCG@10':>8}{'tok@5':>7}")
         for name in (*SIZED, "small_to_big", "section"):
             for prefix in (False, True):
-                p = rt.Pipeline.build(corpus, chunker=name, prefix=prefix,
+                p = rt.Pipeline.build(corpus, chunker=name, prefix=prefix, retriever="bm25",
                                       chunker_options=options(name, args.size, args.overlap))
                 m = rt.run_eval(p, golden).metrics
                 print(f"{name:<13}{'yes' if prefix else 'no':<7}{len(p.chunks):>7}{m['recall@5']:>7.3f}"
