@@ -96,7 +96,7 @@ class PipelineConfig:
     chunker: str = "auto"
     prefix: bool | None = None
     chunker_options: tuple[tuple[str, Any], ...] = ()
-    retriever: str = "hybrid"
+    retriever: str = DEFAULT_RETRIEVER
     retriever_options: tuple[tuple[str, Any], ...] = ()
     embedder: str = "minilm"
     rerank: str | None = None
@@ -184,10 +184,6 @@ class PipelineConfig:
         chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
         prefix = self.prefix if self.prefix is not None else True
         return replace(self, chunker=chunker, prefix=prefix)
-
-    def index_config(self) -> "PipelineConfig":
-        """What an index depends on: no reranker, no filter."""
-        return replace(self, rerank=None, rerank_options=(), candidates=50, filter=None)
 
     @property
     def index_key(self) -> tuple:
