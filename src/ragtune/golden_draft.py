@@ -191,51 +191,33 @@ def draft_units(corpus: Corpus, *, per_section: int = 2, min_words: int = 25, li
 class DraftLLM:
     """``anthropic``, ``anthropic:<model>`` or ``openai:<model>``: one chat call at a time, usage counted.
 
-    Uses the clients of :mod:`ragtune.answer.llm` (keys from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``;
+    A :class:`ragtune.answer.llm.ChatLLM` (keys from ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY``;
     ``base_url`` or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``). Nothing is sent until :meth:`chat`.
     """
 
     def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 800, timeout: float = 60.0,
                  max_retries: int = 5, backoff: float = 0.5):
-        kind, _, model = str(spec).partition(":")
-        if kind not in ("anthropic", "openai"):
-            raise ConfigError(f"unknown generator {spec!r}; use anthropic, anthropic:<model> or openai:<model>")
-        if kind == "openai" and not model:
-            raise ConfigError("openai needs a model: --generator openai:<model>, e.g. openai:gpt-4o-mini")
-        self.kind, self.model = kind, model or "claude-sonnet-4-5"
-        self.name = f"{kind}:{self.model}"
+        from .answer.llm import ChatLLM
+
+        self.llm = ChatLLM.from_spec(spec, base_url=base_url, max_tokens=max_tokens, timeout=timeout,
+                                     max_retries=max_retries, backoff=backoff)
+        self.kind, self.model, self.name = self.llm.kind, self.llm.model, self.llm.name
         self.max_tokens = max_tokens
-        self.usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0}
-        self._base_url, self._timeout, self._max_retries, self._backoff = base_url, timeout, max_retries, backoff
-        self._client = None
+
+    @property
+    def usage(self) -> dict[str, int]:
+        return dict(self.llm.usage)
 
     def chat(self, system: str, user: str) -> str:
-        from .answer.llm import _anthropic_client, chat_anthropic, chat_openai
-
-        if self.kind == "openai":
-            if self._client is None:
-                from .http import JSONClient
-
-                base = self._base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-                self._client = JSONClient(base, timeout=self._timeout, max_retries=self._max_retries,
-                                          backoff=self._backoff)
-            self._client.api_key = os.environ.get("OPENAI_API_KEY")
-            text, usage, _ = chat_openai(self._client, self.model, system, user, max_tokens=self.max_tokens)
-        else:
-            if self._client is None:
-                _, self._client = _anthropic_client(self._base_url, "ANTHROPIC_API_KEY", self._timeout,
-                                                    self._max_retries)
-            text, usage, _ = chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
-        self.usage["calls"] += 1
-        self.usage["input_tokens"] += int(usage.get("input_tokens", 0))
-        self.usage["output_tokens"] += int(usage.get("output_tokens", 0))
-        return text
+        return self.llm.chat(system, user)
 
 
 def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_in: float = 0.0,
                         price_out: float = 0.0) -> dict[str, Any]:
     """What drafting would send, before sending anything: calls, tokens (about 4 characters a token), cost in $."""
-    tokens_in = sum(len(s) + len(u) for s, u in (x.prompt() for x in units)) // 4
+    from .answer.llm import estimate_tokens
+
+    tokens_in = estimate_tokens(*(t for x in units for t in x.prompt()))
     questions = sum(len(x.kinds) for x in units)
     tokens_out = questions * OUTPUT_TOKENS_PER_QUESTION
     return {"generator": generator, "sections": len(units), "calls": len(units), "questions": questions,
@@ -245,16 +227,11 @@ def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_i
 
 def parse_questions(text: str) -> list[dict[str, str]] | None:
     """The ``questions`` list of a reply (code fences and prose around the JSON tolerated); None if unreadable."""
-    start = text.find("{")
-    end = text.rfind("}")
-    if start < 0 or end <= start:
-        return None
-    try:
-        data = json.loads(text[start:end + 1])
-    except ValueError:
-        return None
-    qs = data.get("questions") if isinstance(data, Mapping) else None
-    if not isinstance(qs, list):
+    from .answer.llm import json_values
+
+    qs = next((v["questions"] for v in json_values(text)
+               if isinstance(v, Mapping) and isinstance(v.get("questions"), list)), None)
+    if qs is None:
         return None
     out = []
     for q in qs:
@@ -287,17 +264,14 @@ def draft_golden(units: Sequence[SectionUnit], llm: Any, *, max_overlap: float =
     listed in ``failed``. Kinds a unit did not ask for are ignored, and each kind keeps at most as many
     questions as were asked for.
     """
+    from .answer.llm import ask_parsed
+
     if not 0.0 <= max_overlap <= 1.0:
         raise ConfigError(f"max_overlap must be between 0 and 1, got {max_overlap!r}")
     out = DraftResult()
     seen: set[str] = set()
     for unit in units:
-        system, user = unit.prompt()
-        qs = None
-        for _ in range(max(1, attempts)):
-            qs = parse_questions(llm.chat(system, user))
-            if qs is not None:
-                break
+        qs, _ = ask_parsed(llm, *unit.prompt(), parse_questions, attempts=attempts)
         if qs is None:
             out.failed.append(unit.anchor)
             continue

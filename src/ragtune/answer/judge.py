@@ -9,7 +9,6 @@ paraphrase that changes meaning from a faithful one.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -17,6 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import Answer, build_prompt
 from .extractive import split_sentences
+from .llm import ChatLLM, ask_parsed, estimate_tokens, json_values
 from .text import content_terms
 
 __all__ = ["HeuristicJudge", "LLMJudge", "parse_judge_json", "claims"]
@@ -78,15 +78,7 @@ JUDGE_SYSTEM = (
 
 def parse_judge_json(text: str) -> dict[str, Any] | None:
     """The judge's verdict from a reply that may wrap it in code fences or add text around it."""
-    body = re.sub(r"```(?:json)?", "", text)
-    decoder = json.JSONDecoder()
-    for i, ch in enumerate(body):
-        if ch != "{":
-            continue
-        try:
-            obj, _ = decoder.raw_decode(body[i:])
-        except json.JSONDecodeError:
-            continue
+    for obj in json_values(text):
         if (isinstance(obj, dict) and isinstance(obj.get("faithful"), bool)
                 and isinstance(obj.get("addresses_question"), bool)):
             claims_ = obj.get("unsupported_claims", [])
@@ -118,14 +110,18 @@ class LLMJudge:
         self.price_in = price_in
         self.price_out = price_out
         self.max_tokens = max_tokens
-        self.usage = {"calls": 0, "input_tokens": 0, "output_tokens": 0, "malformed": 0}
-        self._base_url = base_url
-        self._timeout, self._max_retries, self._backoff = timeout, max_retries, backoff
-        self._client = None
+        self.llm = ChatLLM(kind, model, base_url=base_url, max_tokens=max_tokens, timeout=timeout,
+                           max_retries=max_retries, backoff=backoff, price_in=price_in, price_out=price_out)
+        self.malformed = 0
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """Calls and tokens so far, and how many replies held no readable verdict."""
+        return {**self.llm.usage, "malformed": self.malformed}
 
     @property
     def cost(self) -> float:
-        return (self.usage["input_tokens"] * self.price_in + self.usage["output_tokens"] * self.price_out) / 1e6
+        return self.llm.cost
 
     def _messages(self, answer: Answer) -> tuple[str, str]:
         _, ctx = build_prompt(answer.question, answer.contexts)
@@ -135,41 +131,17 @@ class LLMJudge:
     def estimate(self, answers: Sequence[Answer]) -> dict[str, Any]:
         """Dry run: calls, tokens (about 4 characters a token) and cost, before spending anything."""
         todo = [a for a in answers if a.outcome == "answered"]
-        tokens_in = sum(len(s) + len(u) for s, u in (self._messages(a) for a in todo)) // 4
+        tokens_in = estimate_tokens(*(t for a in todo for t in self._messages(a)))
         tokens_out = len(todo) * 80
         return {"calls": len(todo), "input_tokens": tokens_in, "output_tokens": tokens_out,
-                "cost": (tokens_in * self.price_in + tokens_out * self.price_out) / 1e6}
-
-    def _chat(self, system: str, user: str) -> str:
-        import os
-
-        from ..http import JSONClient
-        from .llm import _anthropic_client, chat_anthropic, chat_openai
-
-        if self.kind == "openai":
-            if self._client is None:
-                base = (self._base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1")
-                self._client = JSONClient(base, timeout=self._timeout, max_retries=self._max_retries,
-                                          backoff=self._backoff)
-            self._client.api_key = os.environ.get("OPENAI_API_KEY")
-            text, usage, _ = chat_openai(self._client, self.model, system, user, max_tokens=self.max_tokens)
-        else:
-            if self._client is None:
-                _, self._client = _anthropic_client(self._base_url, "ANTHROPIC_API_KEY", self._timeout,
-                                                    self._max_retries)
-            text, usage, _ = chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
-        self.usage["calls"] += 1
-        self.usage["input_tokens"] += usage.get("input_tokens", 0)
-        self.usage["output_tokens"] += usage.get("output_tokens", 0)
-        return text
+                "cost": self.llm.price(tokens_in, tokens_out)}
 
     def judge(self, answer: Answer) -> dict[str, Any]:
         if answer.outcome != "answered":
             return {"judge": self.name, "skipped": "not_found"}
         system, user = self._messages(answer)
-        for _ in range(self.attempts):
-            verdict = parse_judge_json(self._chat(system, user))
-            if verdict is not None:
-                return {"judge": self.name, **verdict}
-            self.usage["malformed"] += 1
+        verdict, bad = ask_parsed(self.llm, system, user, parse_judge_json, attempts=self.attempts)
+        self.malformed += bad
+        if verdict is not None:
+            return {"judge": self.name, **verdict}
         return {"judge": self.name, "error": f"no valid JSON verdict after {self.attempts} attempts"}
