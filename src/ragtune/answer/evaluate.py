@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
@@ -14,9 +14,10 @@ from ..progress import progress_iter
 from . import answer_question
 from .base import Generator
 from ..errors import ConfigError
+from ..options import Opt
 from .gate import ConfidenceGate, cross_validated_gates, top_score
 
-__all__ = ["evaluate_answers", "estimate_answer_cost", "gate_text"]
+__all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text"]
 
 
 def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge: str, k: int = 5, filters: Any = None,
@@ -43,6 +44,30 @@ def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge:
            "output_tokens": n * verdict_tokens if llm_judge else 0}
     cost = sum(e["input_tokens"] * price_in + e["output_tokens"] * price_out for e in (gen, jdg)) / 1e6
     return {"generator": gen, "judge": jdg, "cost": cost}
+
+
+def answer_golden(
+    retriever, golden: GoldenSet, corpus, *, filters: Any = None, show_progress: bool = False,
+    generator: Annotated[str, Opt("extractive (offline), anthropic[:model], openai:<model>")] = "extractive",
+    judge: Annotated[str, Opt("heuristic (offline), openai:<model> or anthropic:<model>")] = "heuristic",
+    answer_k: Annotated[int, Opt("contexts per answer", lo=1, hi=10_000)] = 5,
+    gate: Annotated[float | None, Opt("abstain below this top retrieval score (see calibrate); default: a gate "
+                                      "cross-validated on the golden set (5 folds)", lo=-1e12, hi=1e12)] = None,
+    price_in: Annotated[float, Opt("LLM: $ per million input tokens", lo=0.0, hi=1e9)] = 0.0,
+    price_out: Annotated[float, Opt("LLM: $ per million output tokens", lo=0.0, hi=1e9)] = 0.0,
+    dry_run: Annotated[bool, Opt("estimate the LLM calls, tokens and cost of --answers (retrieval only)")] = False,
+) -> dict[str, Any]:
+    """Answer and judge every golden question (:func:`evaluate_answers`) with the generator and judge named; with
+    ``dry_run``, only :func:`estimate_answer_cost` (under the key ``estimate``): no LLM is called."""
+    from . import make_generator, make_judge
+
+    if dry_run:
+        return {"estimate": estimate_answer_cost(retriever, golden, generator=generator, judge=judge, k=answer_k,
+                                                 filters=filters, price_in=price_in, price_out=price_out)}
+    jdg = make_judge(judge, **({"price_in": price_in, "price_out": price_out} if judge != "heuristic" else {}))
+    return evaluate_answers(retriever, golden, corpus, make_generator(generator), judge=jdg, k=answer_k,
+                            gate=ConfidenceGate(gate) if gate is not None else "cv", filters=filters,
+                            show_progress=show_progress)
 
 
 def _mean(values: Sequence[float]) -> float | None:

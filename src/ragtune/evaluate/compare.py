@@ -19,11 +19,12 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
 from ..errors import ConfigError
+from ..options import Opt
 from .run import Run, load_runs
 from .significance import (
     bootstrap_ci,
@@ -351,9 +352,15 @@ def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
     return x
 
 
-def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None, baseline: str | int | None = None,
-            metrics: Sequence[str] | str = DEFAULT_METRICS, *, test: str = "randomization",
-            correction: str = "holm", samples: int = 10000, seed: int = 0, alpha: float = 0.05,
+def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
+            baseline: Annotated[str | int | None, Opt("the baseline's name (a file stem or a sweep label; 'baseline' "
+                                                      "for a sweep's); default the first run")] = None,
+            metrics: Sequence[str] | str = DEFAULT_METRICS, *,
+            test: Annotated[str, Opt("paired test: randomization, bootstrap or t-test")] = "randomization",
+            correction: Annotated[str, Opt("multiple-comparison correction: holm, bonferroni or none")] = "holm",
+            samples: Annotated[int, Opt("resamples of the randomization test and bootstraps", lo=1,
+                                        hi=10_000_000)] = 10000,
+            seed: Annotated[int, Opt("random seed of the resampling", lo=0)] = 0, alpha: float = 0.05,
             power: float = 0.8, confidence: float = 0.95, corpus: Any = None, tolerance: float = 1e-9,
             target_effect: float = TARGET_EFFECT) -> Report:
     r"""Compare N systems with a baseline on every metric, question by question.

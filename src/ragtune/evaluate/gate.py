@@ -24,12 +24,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from ..errors import ConfigError, CorpusNotFoundError
+from ..options import Opt
 from .run import Run
 
-__all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS"]
+__all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS", "check_gate",
+           "ci_gate"]
 
 DEFAULT_GATE_METRICS = ("recall@10", "mrr", "ndcg@10")
 _EPS = 1e-12  # a drop equal to the tolerance passes
@@ -298,3 +300,42 @@ def write_baseline(result: Any, path: str | os.PathLike[str]) -> str:
         raise ConfigError("a baseline is an evaluation result (with a 'questions' list); pass an EvalResult")
     write_text(path, json.dumps(_finite(dict(data)), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return os.fspath(path)
+
+
+def check_gate(baseline: str | None = None, update_baseline: bool = False) -> None:
+    """Before any work: ``update_baseline`` needs a ``baseline`` path, and a baseline to compare with must exist."""
+    if update_baseline and baseline is None:
+        raise ConfigError("--update-baseline rewrites the file named by --baseline FILE; pass both")
+    if baseline and not update_baseline and not Path(baseline).is_file():
+        raise ConfigError(f"{baseline}: no baseline there; create it once from a run you trust with "
+                          "--update-baseline, and commit it")
+
+
+def ci_gate(result: Any, *,
+            baseline: Annotated[str | None, Opt("eval JSON to compare with: exit 1 when a metric really dropped",
+                                                metavar="FILE")] = None,
+            max_drop: Annotated[float, Opt("tolerated drop in a metric's units", lo=0.0, hi=1e9)] = 0.02,
+            significance: Annotated[float, Opt("a drop fails only when its corrected p is below this (1: tolerance "
+                                               "alone)", lo=1e-9, hi=1.0)] = 0.05,
+            metric: Annotated[tuple[str, ...], Opt("metric to gate (repeatable; default recall@10, mrr, ndcg@10)",
+                                                   metavar="NAME")] = (),
+            junit: Annotated[str | None, Opt("write the verdict as JUnit XML (one testcase per metric)",
+                                             metavar="FILE")] = None,
+            summary: Annotated[str | None, Opt("write the verdict as markdown (for a CI job page)",
+                                               metavar="FILE")] = None,
+            update_baseline: Annotated[bool, Opt("write this run to --baseline FILE and exit 0")] = False,
+            ) -> GateReport | None:
+    """The regression gate of a CI job: with ``update_baseline``, write ``result`` as the baseline (None);
+    without a ``baseline``, None; otherwise :func:`regression_gate`'s report, also written to ``junit`` and
+    ``summary`` when given."""
+    check_gate(baseline, update_baseline)
+    if update_baseline:
+        write_baseline(result, baseline)  # type: ignore[arg-type]
+        return None
+    if baseline is None:
+        return None
+    gate = regression_gate(result, baseline, max_drop=max_drop, significance=significance, metrics=metric or None)
+    for path, write in ((junit, gate.write_junit), (summary, gate.write_summary)):
+        if path:
+            write(path)
+    return gate

@@ -1,15 +1,15 @@
-"""What ``ragtune eval --endpoint/--run`` does with its flags (the command itself stays a thin shell)."""
+"""``ragtune eval --endpoint/--run``: an outside retriever's rankings, scored like ragtune's own."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any, Literal
 
 from ..errors import ConfigError
 from ..evaluate.evaluate import EvalResult
+from ..options import Opt
 
 __all__ = ["evaluate_outside", "parse_headers"]
-
-_PIPELINE_ONLY = ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
 
 
 def parse_headers(specs: list[str]) -> dict[str, str]:
@@ -24,37 +24,54 @@ def parse_headers(specs: list[str]) -> dict[str, str]:
     return out
 
 
-def evaluate_outside(args: Any) -> tuple[EvalResult, str]:
-    """The evaluation ``--endpoint URL`` or ``--run FILE`` asks for, and a summary of how hits matched."""
+def evaluate_outside(
+    golden: str, *, split: str | None = None, corpus: str | None = None, ks: Sequence[int] = (5, 10, 20),
+    depth: int = 100, filters: Sequence[str] = (),
+    endpoint: Annotated[str | None, Opt("evaluate a search service over HTTP instead of a ragtune pipeline",
+                                        metavar="URL")] = None,
+    run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL",
+                                   metavar="FILE")] = None,
+    body: Annotated[str | None, Opt('request body template, default {"query": "{query}", "k": "{k}"}',
+                                    metavar="JSON")] = None,
+    http_method: Annotated[Literal["GET", "POST"] | None, Opt("default: GET when the URL holds {query}, "
+                                                              "else POST")] = None,
+    hits_path: Annotated[str, Opt("where the hit list is in the answer", metavar="JMESPATH")] = "hits",
+    hit_field: Annotated[str | None, Opt("what identifies a hit (default: its anchor/id/path/url/text fields)",
+                                         metavar="JMESPATH")] = None,
+    header: Annotated[tuple[str, ...], Opt("send header NAME with the value of environment variable ENVVAR "
+                                           "(repeatable; never printed)", metavar="NAME=ENVVAR")] = (),
+    concurrency: Annotated[int, Opt("questions in flight at once", lo=1, hi=256)] = 1,
+    timeout: Annotated[float, Opt("seconds per request", lo=1e-3, hi=1e6)] = 30.0,
+    retries: Annotated[int, Opt("retries on 429/5xx/timeouts", lo=0, hi=20)] = 3,
+    base_url: Annotated[str | None, Opt("cut off hit URLs to get corpus paths", metavar="URL")] = None,
+    path_prefix: Annotated[str | None, Opt("cut off hit paths to get corpus paths", metavar="PREFIX")] = None,
+    fuzzy: Annotated[bool, Opt("locate text hits exactly or normalised only")] = True,
+) -> tuple[EvalResult, str]:
+    """The evaluation of an outside retriever, ``endpoint`` (a search service) or ``run`` (a run file), on
+    ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched."""
     from ..corpus import load_corpus
     from .files import evaluate_run_file, load_golden_or_qrels
     from .http import evaluate_endpoint
 
-    if args.endpoint and args.run:
-        raise ConfigError("pass --endpoint or --run, not both")
-    given = [f"--{n}" for n in _PIPELINE_ONLY if getattr(args, n, None)]
-    if given:
-        raise ConfigError(f"{', '.join(given)} configure a ragtune pipeline; with --endpoint/--run the retriever is "
-                          "outside ragtune (drop them)")
-    corpus = load_corpus(args.corpus) if args.corpus else None
-    golden = load_golden_or_qrels(args.golden, split=args.split)
-    flt = None
-    if getattr(args, "filter", None):
-        if args.run:
-            raise ConfigError("--filter cannot apply to a run file; filter when you make the run")
-        flt = args.filter[0] if len(args.filter) == 1 else " and ".join(f"({f})" for f in args.filter)
-    if args.run:
-        result = evaluate_run_file(args.run, golden, corpus=corpus, ks=args.k, base_url=args.base_url,
-                                   path_prefix=args.path_prefix, fuzzy=args.fuzzy)
+    if bool(endpoint) == bool(run):
+        raise ConfigError("pass --endpoint or --run, not both" if endpoint else "pass --endpoint URL or --run FILE")
+    docs = load_corpus(corpus) if corpus else None
+    gold = load_golden_or_qrels(golden, split=split)
+    if filters and run:
+        raise ConfigError("--filter cannot apply to a run file; filter when you make the run")
+    flt = (filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)) if filters else None
+    if run:
+        result = evaluate_run_file(run, gold, corpus=docs, ks=ks, base_url=base_url, path_prefix=path_prefix,
+                                   fuzzy=fuzzy)
     else:
-        if any(not i.q.strip() for i in golden):
-            raise ConfigError(f"{args.golden}: questions without text (qrels?) cannot be sent to an endpoint; use a "
+        if any(not i.q.strip() for i in gold):
+            raise ConfigError(f"{golden}: questions without text (qrels?) cannot be sent to an endpoint; use a "
                               "golden set with questions")
-        result = evaluate_endpoint(args.endpoint, golden, corpus=corpus, ks=args.k, depth=args.depth,
-                                   concurrency=args.concurrency, base_url=args.base_url, path_prefix=args.path_prefix,
-                                   fuzzy=args.fuzzy, body=args.body, method=args.http_method, hits_path=args.hits_path,
-                                   hit_field=args.hit_field, headers=parse_headers(args.header), timeout=args.timeout,
-                                   retries=args.retries, filters=flt, show_progress=True)
+        result = evaluate_endpoint(endpoint, gold, corpus=docs, ks=ks, depth=depth, concurrency=concurrency,
+                                   base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, body=body,
+                                   method=http_method, hits_path=hits_path, hit_field=hit_field,
+                                   headers=parse_headers(list(header)), timeout=timeout, retries=retries, filters=flt,
+                                   show_progress=True)
     return result, _summary(result)
 
 

@@ -5,16 +5,26 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import Annotated, Any, TextIO
 
 from ..errors import ConfigError, MissingDependencyError
+from ..options import Opt
 
 __all__ = ["run_server", "open_log", "find_gaps", "export_log"]
 
 
-def run_server(store: str, *, host: str = "127.0.0.1", port: int = 8000, api_key: str | None = None,
-               insecure_no_key: bool = False, log_path: str | None = None, generator: str = "extractive",
-               gate: float | None = None, docs: bool = False) -> None:
+def run_server(
+    store: str, *,
+    host: Annotated[str, Opt("interface to listen on (default 127.0.0.1: this machine only)")] = "127.0.0.1",
+    port: Annotated[int, Opt("port to listen on", lo=1, hi=65535)] = 8000,
+    api_key: str | None = None,
+    insecure_no_key: Annotated[bool, Opt("allow listening beyond this machine without a key")] = False,
+    log_path: Annotated[str | None, Opt("telemetry log (default STORE/telemetry.sqlite)", flag="--log")] = None,
+    generator: Annotated[str, Opt("extractive (offline), anthropic[:model], openai:<model>")] = "extractive",
+    gate: Annotated[float | None, Opt("answer not_found below this top retrieval score (see calibrate)",
+                                      lo=-1e12, hi=1e12)] = None,
+    docs: Annotated[bool, Opt("serve the OpenAPI page at /docs (its assets load from a CDN)")] = False,
+) -> None:
     """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted."""
     from .app import check_bind, check_port, create_app
 
@@ -42,8 +52,12 @@ def open_log(path: str):
     return TelemetryLog(path)
 
 
-def find_gaps(log_path: str, *, since: str | None = None, store: str | None = None, embedder: str = "minilm",
-              distance: float = 0.5) -> dict[str, Any]:
+def find_gaps(
+    log_path: str, *, since: Annotated[str | None, Opt("only answers this recent, e.g. 7d, 12h")] = None,
+    store: Annotated[str | None, Opt("show the nearest existing anchors from this store")] = None,
+    embedder: Annotated[str, Opt("embedder that clusters the questions")] = "minilm",
+    distance: Annotated[float, Opt("cosine distance joining clusters", lo=1e-9, hi=2.0)] = 0.5,
+) -> dict[str, Any]:
     """The not-found questions of a log, clustered (with the nearest anchors of ``store`` when given)."""
     from ..embed import get_embedder
     from .gaps import cluster_gaps
