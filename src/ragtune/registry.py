@@ -215,7 +215,8 @@ class Registry:
 # Each stage, with the modules that register its built-in entries (imported on first lookup).
 CHUNKERS = Registry("chunker", "ragtune.chunkers", ("ragtune.chunking",))
 RETRIEVERS = Registry("retriever", "ragtune.retrievers",
-                      ("ragtune.retrieve.bm25", "ragtune.retrieve.dense", "ragtune.retrieve.fusion"))
+                      ("ragtune.retrieve.bm25", "ragtune.retrieve.dense", "ragtune.retrieve.fusion",
+                       "ragtune.engines.milvus"))
 RERANKERS = Registry("reranker", "ragtune.rerankers", ("ragtune.retrieve.rerank",))
 EMBEDDERS = Registry("embedder", "ragtune.embedders", ("ragtune.embed",))
 GENERATORS = Registry("generator", "ragtune.generators", ("ragtune.answer",))
