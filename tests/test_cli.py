@@ -114,7 +114,7 @@ def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--candidates", "5"]) == 2
     assert "--candidates needs --rerank" in capsys.readouterr().err
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--rrf-k", "10"]) == 2
-    assert "rrf_k does not apply to retriever bm25 (it applies to retrievers hybrid)" in capsys.readouterr().err
+    assert "rrf_k does not apply to retriever bm25 (it applies to retrievers hybrid" in capsys.readouterr().err
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybird"]) == 2
     err = capsys.readouterr().err  # (plugins installed here may extend the list)
     assert "unknown retriever 'hybird'; choose one of: bm25, dense, hybrid" in err and "(did you mean 'hybrid'?)" in err

@@ -30,12 +30,13 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from .corpus.corpus import Corpus
 from .errors import ConfigError
+from .options import Opt
 
-__all__ = ["KINDS", "DraftLLM", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
+__all__ = ["KINDS", "DraftLLM", "draft_golden_set", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
            "question_overlap", "review_drafts", "write_drafts", "parse_questions", "DraftResult"]
 
 KINDS = ("paraphrase", "identifier", "multi-hop", "near-duplicate", "unanswerable")
@@ -389,3 +390,44 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
         write_drafts(left, src)
     return counts
 
+
+
+def draft_golden_set(
+    corpus: Corpus, *,
+    generator: Annotated[str, Opt("anthropic, anthropic:<model> or openai:<model>")],
+    out: Annotated[str, Opt("the draft golden set (JSONL)", metavar="FILE")],
+    per_section: Annotated[int, Opt("paraphrase questions per section", lo=0, hi=20)] = 2,
+    kinds: Annotated[str | None, Opt("comma-separated kinds to ask (default all: paraphrase,identifier,multi-hop,"
+                                     "near-duplicate,unanswerable)")] = None,
+    limit: Annotated[int | None, Opt("draft from the first N sections only", lo=1, hi=1_000_000)] = None,
+    max_overlap: Annotated[float, Opt("flag questions sharing more than this share of content words with the "
+                                      "section's heading and first sentence", lo=0.0, hi=1.0)] = 0.5,
+    drop_copies: Annotated[bool, Opt("drop flagged questions instead")] = False,
+    base_url: Annotated[str | None, Opt("the API's base URL (default: the provider's)")] = None,
+    price_in: Annotated[float, Opt("$ per million input tokens", lo=0.0, hi=1e9)] = 0.0,
+    price_out: Annotated[float, Opt("$ per million output tokens", lo=0.0, hi=1e9)] = 0.0,
+    dry_run: Annotated[bool, Opt("print the cost estimate and stop")] = False,
+    say: Callable[[str], None] = print,
+) -> DraftResult | None:
+    """Draft questions for the sections of ``corpus`` with the LLM ``generator`` and write them to ``out``:
+    the cost estimate first (``say``), then nothing more with ``dry_run``; else the drafts and a summary."""
+    llm = DraftLLM(generator, base_url=base_url)  # checks the name before any work
+    units = draft_units(corpus, per_section=per_section, limit=limit,
+                        kinds=[k.strip() for k in kinds.split(",")] if kinds else KINDS)
+    est = estimate_draft_cost(units, generator=llm.name, price_in=price_in, price_out=price_out)
+    say(f"estimate: {est['calls']} calls to {llm.name} ({est['sections']} sections, {est['questions']} questions), "
+        f"about {est['input_tokens']:,} input and {est['output_tokens']:,} output tokens"
+        + (f", ${est['cost']:.4f}" if est["cost"] else " (give --price-in/--price-out for a cost in $)"))
+    if dry_run:
+        return None
+    result = draft_golden(units, llm, max_overlap=max_overlap, drop_copies=drop_copies)
+    write_drafts(result.items, out)
+    d = result.to_dict()
+    tags = ", ".join(f"{k} {n}" for k, n in d["tags"].items() if n)
+    say(f"wrote {d['drafts']} draft question(s) to {out} ({tags or 'none'}); {d['flagged']} flagged as copying "
+        f"the section, {d['dropped']} dropped; {d['usage'].get('calls', 0)} calls, "
+        f"{d['usage'].get('input_tokens', 0):,} input and {d['usage'].get('output_tokens', 0):,} output tokens")
+    if result.failed:
+        say(f"no readable questions for {len(result.failed)} section(s): {', '.join(result.failed[:10])}")
+    say(f"next: ragtune golden review {out} --out golden.jsonl")
+    return result

@@ -6,7 +6,7 @@ import difflib
 import hashlib
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import CorpusError, UnknownAnchorError
 from ..types import Document, Section
@@ -86,6 +86,15 @@ class Corpus:
             out.append(d.id)
             out.extend(s.anchor for s in d.sections)
         return out
+
+    def anchor_table(self, doc: str | None = None) -> list[dict[str, Any]]:
+        """Every anchor (of document ``doc`` only, when given) with its title and heading path."""
+        rows: list[dict[str, Any]] = []
+        for d in [self[doc]] if doc else self.documents:
+            rows.append({"anchor": d.id, "title": d.title, "heading_path": []})
+            rows.extend({"anchor": s.anchor, "title": s.title, "heading_path": list(s.heading_path)}
+                        for s in d.sections)
+        return rows
 
     def has_anchor(self, anchor: str) -> bool:
         return anchor in self._by_id or anchor in self._sections
