@@ -217,7 +217,7 @@ CHUNKERS = Registry("chunker", "ragtune.chunkers", ("ragtune.chunking",))
 RETRIEVERS = Registry("retriever", "ragtune.retrievers",
                       ("ragtune.retrieve.bm25", "ragtune.retrieve.dense", "ragtune.retrieve.fusion",
                        "ragtune.engines.milvus"))
-RERANKERS = Registry("reranker", "ragtune.rerankers", ("ragtune.retrieve.rerank",))
+RERANKERS = Registry("reranker", "ragtune.rerankers", ("ragtune.retrieve.rerank", "ragtune.retrieve.llm_rerank"))
 EMBEDDERS = Registry("embedder", "ragtune.embedders", ("ragtune.embed",))
 GENERATORS = Registry("generator", "ragtune.generators", ("ragtune.answer",))
 JUDGES = Registry("judge", "ragtune.judges", ("ragtune.answer",))
