@@ -2,7 +2,8 @@
 blue/green embedding migration."""
 
 from .build import build_version, load_pipeline, migrate, refresh_version
+from .milvus import open_current
 from .store import IndexConfig, IndexStore, StoreError, VersionInfo
 
 __all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "build_version", "load_pipeline", "migrate",
-           "refresh_version"]
+           "open_current", "refresh_version"]

@@ -16,6 +16,7 @@ from ..golden import GoldenSet
 from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, default_chunker
 from ..retrieve.bm25 import BM25Config, BM25Retriever
 from ..types import Chunk, Document
+from .milvus import build_collection, is_milvus
 from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
 
 __all__ = ["build_version", "refresh_version", "load_pipeline", "migrate"]
@@ -56,6 +57,8 @@ def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, 
     t0 = time.perf_counter()
     config = config.resolved(corpus.kind)
     resources = Resources(config.embedder, show_progress=show_progress)
+    if is_milvus(config):
+        return _build_milvus(store, corpus, config, resources, promote, t0)
     try:
         pipeline = build_pipeline(corpus, config, resources=resources)
     except ConfigError as e:
@@ -156,27 +159,38 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
             vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
     bm25 = _bm25_for(config, chunks)
-    with store.locked():  # from the check of CURRENT to the promote: no other writer in between
-        moved = store.current_id()
-        if promote and moved != old.id:
-            raise StoreError(f"the current version moved from {old.id} to {moved} while this refresh ran (another "
-                             "refresh, promote or rollback); nothing was written, so that update is not lost. Run the "
-                             f"refresh again to apply this corpus on top of {moved}")
-        v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                                embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id,
-                                stats=stats, bm25=bm25)
-        if promote:
-            store.promote(v.id)
+    publish, discard = build_collection(store, config, chunks, vectors) if is_milvus(config) else (None, None)
+    try:
+        with store.locked():  # from the check of CURRENT to the promote: no other writer in between
+            moved = store.current_id()
+            if promote and moved != old.id:
+                raise StoreError(f"the current version moved from {old.id} to {moved} while this refresh ran (another "
+                                 "refresh, promote or rollback); nothing was written, so that update is not lost. Run "
+                                 f"the refresh again to apply this corpus on top of {moved}")
+            v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                                    embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id,
+                                    stats=stats, bm25=bm25, engine=publish)
+            if promote:
+                store.promote(v.id)
+    except BaseException:
+        if discard is not None:
+            discard()  # a no-op once published: the collection has the version's name by then
+        raise
     return v, stats
 
 
-def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False) -> Pipeline:
-    """A ready :class:`Pipeline` from a stored version: BM25 index and vectors are loaded, nothing is rebuilt."""
+def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False,
+                  milvus_uri: str | None = None) -> Pipeline:
+    """A ready :class:`Pipeline` from a stored version: BM25 index and vectors are loaded, nothing is rebuilt.
+    A version in Milvus searches its collection at the URI its manifest records (or ``milvus_uri``: the same
+    Milvus reached by another address)."""
     v = store.get(version)
     config = IndexConfig.from_dict(v.manifest["config"])
     corpus = store.corpus(v.id)
     chunks, parents = store.chunks(v.id)
     resources = Resources(config.embedder, show_progress=show_progress)
+    if is_milvus(config):
+        return _load_milvus(v, config, corpus, chunks, parents, resources, milvus_uri)
     vectors = None
     if config.uses_vectors:
         emb = resources.embedder()
@@ -189,6 +203,61 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
     # versions written before BM25 was stored have no bm25/ folder: it is rebuilt from the chunks
     resources.stored = StoredIndex(bm25_dir=v.path / "bm25", vectors=vectors)
     return build_pipeline(corpus, config, resources=resources, chunking=(chunks, parents), version=v.id)
+
+
+def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, resources: Resources,
+                  promote: bool | None, t0: float) -> VersionInfo:
+    """build_version for the milvus engine: the chunks (and vectors) go to the store's files as always and to a
+    collection of their own, published under the version's name when the version is."""
+    from ..chunking import chunk_documents
+    from ..pipeline import warn_window
+    from ..registry import CHUNKERS
+
+    chunker = CHUNKERS.build(config.chunker, options=config.chunker_config())
+    chunks, parents = chunk_documents(corpus, chunker)
+    if not chunks:
+        raise StoreError("the corpus produced no chunks: nothing to index")
+    vectors = embedding = None
+    stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
+    if config.uses_vectors:
+        emb = resources.embedder()
+        warn_window(config, chunks, emb)
+        vectors = resources.dense(chunks).vectors
+        embedding = _embedding_info(emb)
+        stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
+    publish, discard = build_collection(store, config, chunks, vectors)
+    try:
+        v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                                embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, engine=publish)
+    except BaseException:
+        discard()  # the previous version keeps serving; no collection is left behind
+        raise
+    if promote or (promote is None and store.current_id() is None):
+        store.promote(v.id)
+    return v
+
+
+def _load_milvus(v: VersionInfo, config: PipelineConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
+                 resources: Resources, milvus_uri: str | None) -> Pipeline:
+    from ..engines.milvus import MilvusRetriever, connect
+
+    engine = v.manifest.get("engine") or {}
+    if engine.get("name") != "milvus":
+        raise StoreError(f"version {v.id} names a milvus retriever but its manifest records no Milvus collection; "
+                         "rebuild it with `ragtune index build --engine milvus --milvus-uri URI`")
+    emb = None
+    if config.uses_vectors:
+        emb = resources.embedder()
+        recorded = v.manifest.get("embedding") or {}
+        if recorded.get("key") and recorded["key"] != emb.cache_key:
+            raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
+                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                             "match the index. Rebuild or migrate the store.")
+    uri = milvus_uri or engine["uri"]
+    base = MilvusRetriever(connect(uri), engine["collection"], config.retriever_config(), chunks=chunks, embedder=emb,
+                           uri=uri)
+    resources.stored = StoredIndex()  # nothing to embed or check again: the version was checked when built
+    return build_pipeline(corpus, config, resources=resources, chunking=(chunks, parents), base=base, version=v.id)
 
 
 def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",

@@ -39,7 +39,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -430,8 +430,31 @@ class IndexStore:
         self._require()  # before the lock: never create building/ in a folder that is not a store
         with self.locked():
             v = self.verify(version, hashes=True)
-            self._write_pointers(f"promoting {v.id}", v.id, [h for h in self.history() if h != v.id] + [v.id])
+            self._switch(f"promoting {v.id}", v, [h for h in self.history() if h != v.id] + [v.id])
         return v
+
+    def _switch(self, what: str, v: VersionInfo, hist: list[str]) -> None:
+        """Point CURRENT (and, for a version in Milvus, the store's alias first) at ``v``. When CURRENT cannot be
+        written, the alias goes back to the version CURRENT still names."""
+        engine = v.manifest.get("engine")
+        moved = False
+        if engine and engine.get("name") == "milvus":
+            from .milvus import point_alias
+
+            point_alias(self.root, v.id, engine)
+            moved = True
+        try:
+            self._write_pointers(what, v.id, hist)
+        except StoreError:
+            cur = self.current_id()
+            if moved and cur:
+                with contextlib.suppress(Exception):
+                    old = self.get(cur).manifest.get("engine")
+                    if old and old.get("name") == "milvus":
+                        from .milvus import point_alias
+
+                        point_alias(self.root, cur, old)
+            raise
 
     def rollback(self) -> VersionInfo:
         """Back to the version promoted before the current one (checked like a promote)."""
@@ -457,7 +480,7 @@ class IndexStore:
                              f"version ({', '.join(good) or 'none in the history'}) with `ragtune index promote "
                              f"--store {self.root} VERSION`, or rebuild with `ragtune index build --store {self.root} "
                              "--corpus PATH`")
-        self._write_pointers(f"rolling back to {target}", target, previous)
+        self._switch(f"rolling back to {target}", v, previous)
         return v
 
     def gc(self, keep: int) -> list[str]:
@@ -480,6 +503,11 @@ class IndexStore:
         removed = []
         for v in versions:
             if v.id not in protect:
+                engine = v.manifest.get("engine")
+                if engine and engine.get("name") == "milvus":  # its collection first: never an orphan collection
+                    from .milvus import drop_version
+
+                    drop_version(engine)
                 self._to_trash(v.path)
                 removed.append(v.id)
         self._empty_trash()
@@ -537,10 +565,11 @@ class IndexStore:
     def write_version(self, *, config: IndexConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
                       parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
-                      bm25=None) -> VersionInfo:
+                      bm25=None, engine: Callable[[str], Mapping[str, Any]] | None = None) -> VersionInfo:
         """Write a complete version under building/, sync every file and folder, then rename it into
         versions/ in one step. A failed write (disk full, ...) removes the partial folder and raises
-        :class:`StoreError`; nothing is published."""
+        :class:`StoreError`; nothing is published. ``engine(version_id)``, when given, publishes the version's
+        index in an outside engine (a Milvus collection) and returns what the manifest records as ``engine``."""
         try:
             self.versions_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -568,6 +597,8 @@ class IndexStore:
                     bm25.save(tmp / "bm25")
                 step = "syncing the files"
                 files = _seal(tmp)
+                step = "the engine's index"
+                engine_info = dict(engine(vid)) if engine is not None else None
                 manifest = {
                     "id": vid, "ragtune": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                     "config": config.to_dict(), "config_hash": config.config_hash(),
@@ -578,6 +609,8 @@ class IndexStore:
                     "chunks": len(chunks), "parents": len(parents), "build_s": build_s,
                     "parent_version": parent_version, "stats": dict(stats or {}), "files": files,
                 }
+                if engine_info is not None:
+                    manifest["engine"] = engine_info
                 step = "manifest.json"
                 _write_json(tmp / "manifest.json", manifest)  # last: a folder without it is never a version
                 _fsync_dir(tmp)
