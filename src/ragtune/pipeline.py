@@ -329,11 +329,13 @@ class StoredIndex:
 
 class Resources:
     """What retriever factories build from: the embedder (loaded once, shared), BM25 indexes (loaded from a
-    store version, a cache folder, or built) and dense indexes (stored vectors, or embedded now)."""
+    store version, a cache folder, or built) and dense indexes (stored vectors, or embedded now). With ``ray``
+    (a :class:`ragtune.scale.RayOptions`), texts missing from the embedding cache are embedded as Ray tasks."""
 
     def __init__(self, embedder: Any = "minilm", *, show_progress: bool = False, bm25_cache: str | os.PathLike | None = None,
-                 stored: StoredIndex | None = None, embedders: dict[str, Any] | None = None):
+                 stored: StoredIndex | None = None, embedders: dict[str, Any] | None = None, ray: Any = None):
         self._embedder = embedder
+        self.ray = ray
         self.show_progress = show_progress
         self.bm25_cache = bm25_cache
         self.stored = stored
@@ -347,8 +349,13 @@ class Resources:
         if emb is None:
             from .embed import CachedEmbedder, get_embedder
 
-            emb = self.embedders[self._embedder] = CachedEmbedder(get_embedder(self._embedder),
-                                                                  show_progress=self.show_progress)
+            if self.ray is not None:
+                from .scale import RayEmbedder
+
+                inner = RayEmbedder(self._embedder, self.ray)
+            else:
+                inner = get_embedder(self._embedder)
+            emb = self.embedders[self._embedder] = CachedEmbedder(inner, show_progress=self.show_progress)
         return emb
 
     def bm25(self, chunks: Sequence[Chunk], config):

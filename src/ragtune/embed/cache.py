@@ -147,7 +147,9 @@ class CachedEmbedder:
         """Embed the cache misses in steps, storing each step. With ``show_progress``: the model loads under a
         spinner, one line on stderr announces the work with an estimate (from the speed stored for this model,
         else from timing the first step), and a bar with an ETA follows the rest."""
-        step = max(1, min(self.batch, 32))  # progress granularity; the inner embedder batches on its own
+        # progress granularity; the inner embedder batches on its own. An inner embedder that spreads one call
+        # over many workers (ragtune.scale.RayEmbedder) asks for larger steps with ``progress_step``
+        step = getattr(self.inner, "progress_step", None) or max(1, min(self.batch, 32))
         done = 0
         seconds = 0.0
 

@@ -22,10 +22,8 @@ from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
 __all__ = ["build_version", "refresh_version", "load_pipeline", "migrate"]
 
 
-def _embedder(name: str, show_progress: bool):
-    from ..embed import CachedEmbedder, get_embedder
-
-    return CachedEmbedder(get_embedder(name), show_progress=show_progress)
+def _embedder(name: str, show_progress: bool, ray: Any = None):
+    return Resources(name, show_progress=show_progress, ray=ray).embedder()
 
 
 def _bm25_config(config: PipelineConfig) -> BM25Config | None:
@@ -49,14 +47,15 @@ def _embedding_info(emb) -> dict[str, Any]:
 
 
 def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, promote: bool | None = None,
-                  show_progress: bool = False) -> VersionInfo:
+                  show_progress: bool = False, ray: Any = None) -> VersionInfo:
     """Chunk and embed ``corpus`` into a new version (through :func:`~ragtune.pipeline.build_pipeline`). With
-    ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``."""
+    ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``. With ``ray``
+    (:class:`ragtune.scale.RayOptions`) the texts missing from the embedding cache are embedded as Ray tasks."""
     if config.rerank or config.filter:
         raise ConfigError("an index holds chunking and retrieval only; rerank and filter apply at query time")
     t0 = time.perf_counter()
     config = config.resolved(corpus.kind)
-    resources = Resources(config.embedder, show_progress=show_progress)
+    resources = Resources(config.embedder, show_progress=show_progress, ray=ray)
     if is_milvus(config):
         return _build_milvus(store, corpus, config, resources, promote, t0)
     try:
@@ -84,7 +83,8 @@ def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, 
 
 
 def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, allow_mass_removal: bool = False,
-                    max_removed_share: float = 0.5, show_progress: bool = False) -> tuple[VersionInfo, dict[str, Any]]:
+                    max_removed_share: float = 0.5, show_progress: bool = False,
+                    ray: Any = None) -> tuple[VersionInfo, dict[str, Any]]:
     """A new version from the current one: only added and changed documents are chunked and embedded.
 
     Refuses, writing nothing, when more than ``max_removed_share`` of the current version's documents would
@@ -142,7 +142,7 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
                              "documents_chunked": len(redo), "chunks_new": len(new_chunks),
                              "chunks_reused": len(chunks) - len(new_chunks)}
     if config.uses_vectors:
-        emb = _embedder(config.embedder, show_progress)
+        emb = _embedder(config.embedder, show_progress, ray)
         embedding = _embedding_info(emb)
         if old.manifest.get("embedding") and old.manifest["embedding"]["key"] != embedding["key"]:
             raise StoreError(f"{old.id} was embedded with {old.manifest['embedding']['model']} but the embedder now "

@@ -212,6 +212,17 @@ class _Progress:
                 eta = f" (ETA {per * (self.total - self.done) / 60:.1f} min)"
             print(f"[{i}/{self.total}] {label}{eta}", file=sys.stderr, flush=True)
 
+    def finished(self, label: str) -> None:
+        """A configuration finished elsewhere (a Ray task): one line, as :meth:`stage` prints when one starts."""
+        if not self.enabled:
+            return
+        if self._live is not None:
+            self._live.update(self._task, description=f"[{self.done + 1}/{self.total}] {label}: done")
+        else:
+            import sys
+
+            print(f"[{self.done + 1}/{self.total}] {label}: done", file=sys.stderr, flush=True)
+
     def advance(self, computed: bool) -> None:
         self.done += 1
         if computed:  # resumed configurations take no time and do not count towards the ETA
@@ -225,8 +236,13 @@ class _Progress:
 
 
 def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
-              show_progress: bool = True, on_record: Callable[[dict], None] | None = None) -> list[dict]:
-    """Run (or resume) every configuration; returns one record per configuration, grid order."""
+              show_progress: bool = True, on_record: Callable[[dict], None] | None = None,
+              ray: Any = None) -> list[dict]:
+    """Run (or resume) every configuration; returns one record per configuration, grid order.
+
+    With ``ray`` (:class:`ragtune.scale.RayOptions`) the configurations left to run are Ray tasks, run in
+    parallel; each task ships its record back and this process writes it (``on_record`` is then called in
+    the order they finish). Latencies are then measured on workers that may be busy with other tasks."""
     grid = grid.resolved(corpus.kind)
     out = Path(out_dir)
     runs = out / "runs"
@@ -250,29 +266,50 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
     chunk_cache: OrderedDict[tuple, tuple] = OrderedDict()
     index_cache: OrderedDict[tuple, tuple] = OrderedDict()
     embedders: dict[str, Any] = {}
-    records: list[dict] = []
+    records: dict[int, dict] = {}
+    todo: list[tuple[int, RunSpec]] = []
+    for i, spec in enumerate(specs, start=1):
+        record = _resumable(runs / f"{spec.key}.json", spec)
+        if record is not None:
+            records[i] = record
+            progress.advance(computed=False)
+        else:
+            todo.append((i, spec))
+
+    def finish(i: int, record: dict) -> None:
+        _write_atomic(runs / f"{specs[i - 1].key}.json", record)
+        records[i] = record
+        progress.advance(computed=True)
+        if on_record:
+            on_record(record)
+
     try:
-        for i, spec in enumerate(specs, start=1):
-            path = runs / f"{spec.key}.json"
-            if path.exists():
-                try:
-                    record = json.loads(path.read_text())
-                    timed = (record.get("stats") or {}).get("latency_ms", {}).get("method") == LATENCY_METHOD
-                    if timed and record.get("spec") == json.loads(json.dumps(spec.to_dict())):  # tuples: lists
-                        records.append(record)
-                        progress.advance(computed=False)
-                        continue
-                except (OSError, json.JSONDecodeError):
-                    pass  # a damaged file is recomputed
-            record = _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders)
-            _write_atomic(path, record)
-            records.append(record)
-            progress.advance(computed=True)
-            if on_record:
-                on_record(record)
+        if ray is None:
+            for i, spec in todo:
+                finish(i, _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders))
+        else:
+            from ..scale.ray import run_specs
+
+            for i, record in run_specs(corpus, golden, grid, todo, ray):
+                progress.finished(record["label"])
+                finish(i, record)
     finally:
         progress.close()
-    return records
+    return [records[i] for i in sorted(records)]
+
+
+def _resumable(path: Path, spec: RunSpec) -> dict | None:
+    """The record a previous run wrote for ``spec`` (None: absent, damaged, or timed another way: recompute)."""
+    if not path.exists():
+        return None
+    try:
+        record = json.loads(path.read_text())
+        timed = (record.get("stats") or {}).get("latency_ms", {}).get("method") == LATENCY_METHOD
+        if timed and record.get("spec") == json.loads(json.dumps(spec.to_dict())):  # tuples: lists
+            return record
+    except (OSError, json.JSONDecodeError, AttributeError):
+        pass  # a damaged file is recomputed
+    return None
 
 
 def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders) -> dict:
