@@ -117,7 +117,7 @@ class Vectors:
 def test_embedding_reranker_scores_by_dot_product_of_query_and_embed_text():
     e = Vectors({"embed a": [1.0, 0.0], "embed b": [0.0, 1.0], "embed c": [0.5, 0.5]}, {"q": [0.2, 0.9]})
     rr = EmbeddingReranker(e)
-    assert rr.config == {"embedder": "vectors"}
+    assert rr.config == {"embedder": "vectors", "mode": "replace", "fuse_k": 60}
     out = rr.rerank("q", ranking(["a", "b", "c"]))
     assert e.asked == [("query", ["q"]), ("embed", ["embed a", "embed b", "embed c"])]
     assert [h.chunk.id for h in out.hits] == ["b", "c", "a"]
@@ -184,14 +184,15 @@ def fake_st(monkeypatch):
 
 def test_cross_encoder_loads_once_with_its_options(fake_st):
     rr = CrossEncoderReranker("org/model")
-    assert (rr.batch_size, rr.max_length, rr.device, rr.config) == (32, 512, "cpu", {"model": "org/model"})
+    assert (rr.batch_size, rr.max_length, rr.device, rr.backend) == (16, 256, "cpu", "st")
+    assert rr.config == {"model": "org/model", "backend": "st", "max_length": 256, "mode": "replace", "fuse_k": 60}
     assert FakeCrossEncoder.made == []  # the constructor loads nothing
     rr.warm_up()
     rr.warm_up()
     assert len(FakeCrossEncoder.made) == 1
     model = FakeCrossEncoder.made[0]
     assert model.name == "org/model"
-    assert model.kwargs == {"max_length": 512, "device": "cpu", "local_files_only": True}
+    assert model.kwargs == {"max_length": 256, "device": "cpu", "local_files_only": True}
     assert fake_st["require"] == [("org/model", "cross-encoder", "--rerank-model ")]
     assert fake_st["status"] == ["loading org/model"]
     custom = CrossEncoderReranker("m", batch_size=4, max_length=64, device="cuda")
@@ -230,7 +231,8 @@ def test_cross_encoder_without_sentence_transformers_says_what_to_install(monkey
                         lambda name, *a: None if name == "sentence_transformers" else real(name, *a))
     with pytest.raises(MissingDependencyError) as e:
         CrossEncoderReranker("m").warm_up()
-    assert str(e.value) == "the cross-encoder reranker needs: pip install 'ragtune[st]'"
+    assert str(e.value) == ("the cross-encoder reranker needs: pip install 'ragtune[st]' "
+                            "(or an ONNX folder: pip install 'ragtune[embed]')")
 
 
 def test_cross_encoder_that_cannot_load_is_a_config_error(fake_st, monkeypatch):
@@ -248,24 +250,31 @@ def test_configs_validate_and_build():
     with pytest.raises(ConfigError, match="nope"):
         EmbeddingRerankerConfig(model="nope")
     c = CrossEncoderConfig()
-    assert (c.model, c.max_length, c.batch_size) == ("cross-encoder/ms-marco-MiniLM-L-6-v2", 512, 32)
+    assert (c.model, c.max_length, c.batch_size, c.backend, c.precision, c.threads, c.mode, c.fuse_k) == (
+        "cross-encoder/ms-marco-MiniLM-L-6-v2", 256, 16, "auto", "auto", 0, "fuse", 60)
     for bad, message in (({"model": " "}, "CrossEncoderConfig: model must be a model id or folder, got ' '"),
                          ({"model": 3}, "CrossEncoderConfig: model must be a model id or folder, got 3"),
                          ({"max_length": 0}, "CrossEncoderConfig: max_length=0 must be >= 1"),
                          ({"max_length": 2.5}, "CrossEncoderConfig: max_length must be an integer, got 2.5"),
                          ({"batch_size": 0}, "CrossEncoderConfig: batch_size=0 must be >= 1"),
-                         ({"batch_size": 2.5}, "CrossEncoderConfig: batch_size must be an integer, got 2.5")):
+                         ({"batch_size": 2.5}, "CrossEncoderConfig: batch_size must be an integer, got 2.5"),
+                         ({"backend": "tf"}, "CrossEncoderConfig: backend='tf' is not valid; choose one of: 'auto', 'onnx', 'st'"),
+                         ({"precision": "fp16"}, "CrossEncoderConfig: precision='fp16' is not valid; choose one of: 'auto', 'fp32', 'int8'"),
+                         ({"threads": -1}, "CrossEncoderConfig: threads=-1 must be >= 0"),
+                         ({"mode": "average"}, "CrossEncoderConfig: mode='average' is not valid; choose one of: 'replace', 'fuse'"),
+                         ({"fuse_k": -1}, "CrossEncoderConfig: fuse_k=-1 must be >= 0")):
         with pytest.raises(ConfigError) as e:
             CrossEncoderConfig(**bad)
         assert str(e.value) == message
     assert CrossEncoderConfig(max_length=1, batch_size=1).batch_size == 1
     ce = RERANKERS.get("cross-encoder")
-    assert ce.summary == "a cross-encoder scores (query, chunk) pairs jointly"
-    built = ce.factory(CrossEncoderConfig(model="/models/ce", max_length=128, batch_size=8))
+    assert ce.summary == "a cross-encoder scores (query, chunk) pairs jointly (ONNX folder or sentence-transformers)"
+    built = ce.factory(CrossEncoderConfig(model="/models/ce", max_length=128, batch_size=8, mode="replace", fuse_k=5))
     assert isinstance(built, CrossEncoderReranker) and built._model is None
-    assert (built.model_name, built.max_length, built.batch_size) == ("/models/ce", 128, 8)
+    assert (built.model_name, built.max_length, built.batch_size, built.mode, built.fuse_k) == ("/models/ce", 128, 8,
+                                                                                                "replace", 5)
     emb = RERANKERS.get("embedding")
     assert emb.summary == "a second embedder rescores the shortlist (weak offline fallback)"
     built = emb.factory(EmbeddingRerankerConfig(model="minilm"))
     assert isinstance(built, EmbeddingReranker)
-    assert built.config == {"embedder": "sentence-transformers/all-MiniLM-L6-v2@onnx-int8"}
+    assert built.config == {"embedder": "sentence-transformers/all-MiniLM-L6-v2@onnx-int8", "mode": "fuse", "fuse_k": 60}

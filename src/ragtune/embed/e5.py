@@ -51,6 +51,11 @@ class E5SmallEmbedder:
             return np.zeros((0, self.dim), dtype=np.float32)
         return l2_normalize(np.asarray(self._model.passage(list(texts)), dtype=np.float32).reshape(len(texts), -1))  # type: ignore[union-attr]
 
+    def count_tokens(self, texts: Sequence[str]) -> list[int]:
+        """Tokens the model reads for each passage before its window (``passage:`` prefix and specials included)."""
+        self.warm_up()
+        return [self._model.token_count(t) for t in texts]  # type: ignore[union-attr]
+
     def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
         return l2_normalize(np.stack([np.asarray(self._model.query(t), dtype=np.float32) for t in texts]))  # type: ignore[union-attr]
