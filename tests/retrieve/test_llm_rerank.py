@@ -67,7 +67,7 @@ def test_the_order_the_model_returns_is_applied_and_usage_adds_up(server, kind):
     req = server.requests[0]
     assert req["path"] == ("/v1/chat/completions" if kind == "openai" else "/v1/messages")
     body = req["body"]
-    assert body["model"] == "rank-m"
+    assert body["model"] == "rank-m" and 5 * 2 < body["max_tokens"] < 512  # room for "[n] >" per candidate
     user = body["messages"][-1]["content"]
     assert "Query: how do I roll back?" in user
     assert "[1] Billing > Refunds\ntext of c1" in user and "[5] Accounts > Deletion" in user

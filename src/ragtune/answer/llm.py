@@ -176,12 +176,13 @@ def json_values(text: str) -> Iterator[Any]:
 
 
 def ask_parsed(llm: Any, system: str, user: str, parse: Callable[[str], T | None], *,
-               attempts: int = 2) -> tuple[T | None, int]:
-    """Ask ``llm`` (anything with ``chat(system, user) -> str``) until ``parse(reply)`` is not None, at most
-    ``attempts`` times. Returns (the parsed value or None, how many replies could not be parsed)."""
+               attempts: int = 2, **chat_options: Any) -> tuple[T | None, int]:
+    """Ask ``llm`` (anything with ``chat(system, user) -> str``; ``chat_options`` go to each call) until
+    ``parse(reply)`` is not None, at most ``attempts`` times. Returns (the parsed value or None, how many
+    replies could not be parsed)."""
     bad = 0
     for _ in range(max(1, attempts)):
-        value = parse(llm.chat(system, user))
+        value = parse(llm.chat(system, user, **chat_options))
         if value is not None:
             return value, bad
         bad += 1

@@ -209,13 +209,9 @@ class LLMReranker:
 
         m = len(chunks)
         system, user = build_rerank_prompt(query, chunks, max_chars=self.options.max_chars)
-
-        class _Limited:  # the reply limit grows with the window
-            def chat(_, s: str, u: str) -> str:
-                return self.llm.chat(s, u, max_tokens=OUTPUT_TOKENS_EXTRA + OUTPUT_TOKENS_PER_CANDIDATE * m)
-
-        parsed, bad = ask_parsed(_Limited(), system, user, lambda text: parse_order(text, m),
-                                 attempts=self.options.attempts)
+        parsed, bad = ask_parsed(self.llm, system, user, lambda text: parse_order(text, m),
+                                 attempts=self.options.attempts,
+                                 max_tokens=OUTPUT_TOKENS_EXTRA + OUTPUT_TOKENS_PER_CANDIDATE * m)
         with self._lock:
             self._counts["windows"] += 1
             self._counts["malformed"] += bad
