@@ -31,7 +31,8 @@ from .retrieve.rerank import RerankedRetriever, Reranker
 from .types import Chunk
 
 __all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "build_pipeline", "run_eval", "default_chunker",
-           "build_retriever", "build_reranker", "option_owners", "open_pipeline", "compare_candidates"]
+           "build_retriever", "build_reranker", "option_owners", "open_pipeline", "compare_candidates",
+           "first_stage_check"]
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
@@ -585,10 +586,25 @@ def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAU
 
 
 def compare_candidates(pipeline: Pipeline, golden: GoldenSet, candidates: Sequence[int], **eval_options: Any) -> list[dict]:
-    """Quality and latency of reranking per shortlist size, with a no-rerank row first (same index throughout)."""
-    from .render import candidate_row
+    """Quality and latency of reranking per shortlist size, with a no-rerank row first (same index throughout):
+    per row the metrics, the search's and the rerank stage's own p50/p95, the gain over no reranking and the
+    gain per 100 ms. :func:`ragtune.render.candidate_verdict` turns the rows into the verdict for a budget."""
+    from .render import candidate_gains, candidate_row
 
     rows = [candidate_row("none", run_eval(pipeline.with_reranker(None), golden, **eval_options))]
     rows += [candidate_row(n, run_eval(pipeline.with_reranker(pipeline.reranker, n), golden, **eval_options))
              for n in candidates]
-    return rows
+    return candidate_gains(rows)
+
+
+def first_stage_check(pipeline: Pipeline, result: EvalResult, golden: GoldenSet, **eval_options: Any) -> str | None:
+    """For a run with a reranker: evaluate the first stage alone over the same index (cheap: no reranking) and
+    return one warning line when ``result`` scored lower on nDCG@10 (MRR without 10 among the cut-offs)."""
+    from .render import rerank_warning
+
+    if pipeline.reranker is None:
+        return None
+    plain = run_eval(pipeline.with_reranker(None), golden, **eval_options).metrics
+    metric = "ndcg@10" if "ndcg@10" in plain else "mrr"
+    return rerank_warning(plain.get(metric, float("nan")), result.metrics.get(metric, float("nan")),
+                          pipeline.reranker.name, metric)
