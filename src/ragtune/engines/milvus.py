@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import os
 import threading
@@ -134,6 +135,23 @@ def _mode(config: Config) -> str:
 
 
 # --- connections -----------------------------------------------------------------------------------------------
+class _LiteNoise(logging.Filter):
+    """Milvus Lite's in-process gRPC server logs a traceback for every AllocTimestamp call pymilvus makes when it
+    creates a collection (Lite does not implement it; nothing fails). Only that record is dropped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, NotImplementedError) and "AllocTimestamp" in _tb_names(record.exc_info[2]))
+
+
+def _tb_names(tb) -> str:
+    names = []
+    while tb is not None:
+        names.append(tb.tb_frame.f_code.co_name)
+        tb = tb.tb_next
+    return " ".join(names)
+
+
 _CLIENTS: dict[tuple[str, str | None], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
 
@@ -146,6 +164,9 @@ def connect(uri: str, token: str | None = None):
     token = token if token is not None else (os.environ.get(TOKEN_ENV) or None)
     if uri.endswith(".db"):
         uri = os.path.abspath(uri)
+        grpc_log = logging.getLogger("grpc._server")
+        if not any(isinstance(f, _LiteNoise) for f in grpc_log.filters):
+            grpc_log.addFilter(_LiteNoise())
         if not os.path.isdir(os.path.dirname(uri)):
             raise ConfigError(f"the folder of the Milvus Lite file {uri} does not exist; create it first")
     key = (uri, token)
