@@ -21,7 +21,8 @@ from typing import Any
 from .config import parse_list, parse_number
 from .errors import ConfigError
 
-__all__ = ["Opt", "add_flags", "kwargs", "typed"]
+__all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
+           "K"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,42 @@ def typed(parse: Callable[..., Any], *spec: Any) -> Callable[[str], Any]:
     return parse_flag
 
 
+def int_in(lo: int, hi: int | None = None) -> Callable[[str], Any]:
+    return typed(parse_number, int, lo, hi)
+
+
+def float_in(lo: float, hi: float) -> Callable[[str], Any]:
+    return typed(parse_number, float, lo, hi)
+
+
+finite_float = typed(parse_number, float)
+int_list = typed(parse_list, int, 1, 100_000)
+K = int_in(1, 10_000)
+
+
+def add_stage_flags(parser: Any, stage: str) -> None:
+    """One flag per option of every registered entry of ``stage`` (chunker, retriever, reranker), from the
+    entries' config classes: ``--size``, ``--rrf-k``; rerankers' as ``--rerank-<option>``. The value lands in
+    ``opt_<name>`` (see :func:`ragtune.pipeline.PipelineConfig.from_flags`)."""
+    from .pipeline import RERANK_PREFIX, _option_types, option_owners
+    from .registry import RERANKERS
+
+    hints = _option_types(stage)
+    owners = option_owners(stage) if stage != "reranker" else {
+        n: [e.name for e in RERANKERS if n in e.options] for n in hints}
+    prefix = RERANK_PREFIX if stage == "reranker" else ""
+    for name, takers in owners.items():
+        kind = _kind(hints.get(name), Opt(""), None)
+        if kind.get("action") == "store_true":
+            kind["action"] = argparse.BooleanOptionalAction
+        elif kind.get("action") == "append":  # a list option of a config: comma-separated numbers
+            kind = {"type": typed(parse_list, float), "metavar": "X,Y"}
+        if "action" not in kind:
+            kind.setdefault("metavar", name.upper())
+        parser.add_argument("--" + (prefix + name).replace("_", "-"), dest=f"opt_{prefix}{name}", default=None,
+                            help=f"{stage}s {', '.join(takers)}", **kind)
+
+
 def _options(target: Callable[..., Any]) -> list[tuple[inspect.Parameter, Any, Opt]]:
     hints = typing.get_type_hints(target, include_extras=True)
     out = []
@@ -64,7 +101,7 @@ def _kind(base: Any, opt: Opt, default: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(base), typing.get_args(base)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
-        return _kind(inner[0], opt, default)
+        return _kind(inner[0], opt, default) if len(inner) == 1 else {}
     if origin is typing.Literal:
         return {"choices": list(args)}
     if origin in (tuple, list):

@@ -6,39 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import types
 import typing
 from typing import Any
 
-from ..config import parse_list, parse_number
 from ..errors import ConfigError
 from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
-from ..pipeline import PIPELINE_KEYS, RERANK_PREFIX, _option_types, option_owners
+from ..options import K, add_stage_flags, finite_float, float_in, int_in, int_list  # noqa: F401  (re-exported)
+from ..pipeline import PIPELINE_KEYS
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS
-
-
-def typed(parse, *spec):
-    """An argparse ``type`` from a library parser: its ConfigError becomes argparse's one-line error."""
-    def parse_flag(text: str):
-        try:
-            return parse(text, *spec)
-        except ConfigError as e:
-            raise argparse.ArgumentTypeError(str(e)) from None
-    return parse_flag
-
-
-def int_in(lo: int, hi: int | None = None):
-    return typed(parse_number, int, lo, hi)
-
-
-def float_in(lo: float, hi: float):
-    return typed(parse_number, float, lo, hi)
-
-
-finite_float = typed(parse_number, float)
-int_list = typed(parse_list, int, 1, 100_000)
-float_list = typed(parse_list, float)
-K = int_in(1, 10_000)
 
 
 def add_output(p: argparse.ArgumentParser, what: str = "the result") -> None:
@@ -46,8 +21,27 @@ def add_output(p: argparse.ArgumentParser, what: str = "the result") -> None:
     p.add_argument("--out", metavar="FILE", help=f"write {what} as JSON to FILE")
 
 
-def emit(args: argparse.Namespace, data: Any, text: str | None) -> None:
-    """``--out FILE`` writes ``data``; ``--json`` prints it; otherwise ``text`` is printed."""
+def command(sub, name: str, func, help: str, *, output: str | None = None, inputs: str = "") -> argparse.ArgumentParser:
+    """A subcommand running ``func``; ``inputs`` names the usual input flags it takes (``corpus golden split``,
+    ``corpus`` required unless ``corpus?``), ``output`` what ``--json``/``--out`` carry."""
+    p = sub.add_parser(name, help=help)
+    for flag in inputs.split():
+        spec = INPUTS[flag.rstrip("?")]
+        p.add_argument(f"--{flag.rstrip('?')}", required=spec[0] and not flag.endswith("?"), help=spec[1])
+    if output:
+        add_output(p, output)
+    p.set_defaults(func=func)
+    return p
+
+
+INPUTS = {"corpus": (True, "markdown/text folder, BEIR folder or corpus.jsonl"),
+          "golden": (True, "golden set (.jsonl, .yaml) or a BEIR folder with --split"),
+          "split": (False, "BEIR qrels split (e.g. test)"),
+          "store": (True, "the index store folder")}
+
+
+def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:
+    """``--out FILE`` writes ``data``; ``--json`` prints it; otherwise ``text`` is printed. Returns 0."""
     if getattr(args, "out", None):
         write_json(args.out, data)
     if getattr(args, "json", False):
@@ -56,31 +50,7 @@ def emit(args: argparse.Namespace, data: Any, text: str | None) -> None:
         print(text)
         if getattr(args, "out", None):
             print(f"\nwrote {args.out}")
-
-
-# -- pipeline flags, derived from the registries ------------------------------------------------------------------
-
-def _flag_type(hint: Any) -> dict[str, Any]:
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        inner = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _flag_type(inner[0]) if len(inner) == 1 else {}
-    if origin in (tuple, list):
-        return {"type": float_list, "metavar": "X,Y"}
-    if hint is bool:
-        return {"action": argparse.BooleanOptionalAction}
-    return {"type": {int: int, float: finite_float}.get(hint, str)}
-
-
-def _option_flags(group: argparse._ArgumentGroup, stage: str, owners: dict[str, list[str]], prefix: str = "") -> None:
-    hints = _option_types(stage)
-    for name, takers in owners.items():
-        flag = "--" + (prefix + name).replace("_", "-")
-        kind = _flag_type(hints.get(name))
-        if "action" not in kind:
-            kind.setdefault("metavar", name.upper())
-        group.add_argument(flag, dest=f"opt_{prefix}{name}", default=None, **kind,
-                           help=f"{stage}s {', '.join(takers)}")
+    return 0
 
 
 def add_chunker_flags(p: argparse.ArgumentParser) -> None:
@@ -94,8 +64,7 @@ def add_chunker_flags(p: argparse.ArgumentParser) -> None:
                    help="text the embedder puts before each question, e.g. 'query: ' (st:, onnx: and Hugging Face ids)")
     p.add_argument("--passage-prefix", dest="passage_prefix", metavar="TEXT",
                    help="text the embedder puts before each chunk, e.g. 'passage: '")
-    _option_flags(p.add_argument_group("chunking options (each chunker takes its own)"), "chunker",
-                  option_owners("chunker"))
+    add_stage_flags(p.add_argument_group("chunking options (each chunker takes its own)"), "chunker")
 
 
 def add_pipeline_flags(p: argparse.ArgumentParser, *, rerank: bool = True, store: bool = True) -> None:
@@ -106,11 +75,12 @@ def add_pipeline_flags(p: argparse.ArgumentParser, *, rerank: bool = True, store
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")
     r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
-    _option_flags(r, "retriever", option_owners("retriever"))
+    add_stage_flags(r, "retriever")
     if rerank:
         r.add_argument("--rerank", default=None, help=f"rerank the shortlist: {RERANKERS.spell()}")
-        _option_flags(r, "reranker", {n: [e.name for e in RERANKERS if n in e.options]
-                                      for n in _option_types("reranker")}, prefix=RERANK_PREFIX)
+        add_stage_flags(r, "reranker")
+        r.add_argument("--candidates", type=int_list, help="shortlist size to rerank (default 50); eval compares "
+                       "several, e.g. 20,50,100")
         r.add_argument("--filter", action="append", default=[], metavar="EXPR",
                        help="metadata filter, e.g. 'dir=tutorial' or 'year>=2020 and lang in [en, de]' (repeat to AND)")
 

@@ -4,23 +4,18 @@ from __future__ import annotations
 
 import sys
 
-from ..answer.evaluate import answer_golden
+from ..answer.evaluate import answer_golden, render_estimate
 from ..errors import ConfigError
+from ..evaluate.evaluate import _finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
+from ..golden import load_golden
 from ..options import add_flags, kwargs
-from ._common import K, add_output, add_pipeline_flags, emit, filters, int_in, int_list, load_pipeline
-
-OUTSIDE = ("endpoint", "run", "body", "http_method", "hits_path", "hit_field", "header", "concurrency", "timeout",
-           "retries", "base_url", "path_prefix", "fuzzy")
-
+from ..pipeline import compare_candidates, run_eval
+from ..render import render_answer_metrics, render_calibration, render_candidates, render_eval
+from ._common import K, add_pipeline_flags, command, emit, filters, int_in, int_list, load_pipeline
 
 def cmd_eval(args) -> int:
-    from ..evaluate.evaluate import _finite
-    from ..golden import load_golden
-    from ..pipeline import compare_candidates, run_eval
-    from ..render import render_answer_metrics, render_candidates, render_eval
-
     check_gate(args.baseline, args.update_baseline)
     if args.endpoint or args.run:
         return cmd_eval_external(args)
@@ -29,8 +24,6 @@ def cmd_eval(args) -> int:
     answers = answer_golden(pipeline.retriever, golden, pipeline.corpus, filters=flt, show_progress=True,
                             **kwargs(answer_golden, args)) if args.answers or args.dry_run else None
     if answers and "estimate" in answers:
-        from ..answer.evaluate import render_estimate
-
         return emit(args, answers["estimate"], render_estimate(answers["estimate"], args.price_in or 0.0,
                                                                args.price_out or 0.0)) or 0
     options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True, k_unit=args.k_unit)
@@ -58,9 +51,6 @@ def _emit_gated(args, data, text) -> int:
 
 def cmd_eval_external(args) -> int:
     """--endpoint URL or --run FILE: an outside retriever's rankings, scored like ragtune's own."""
-    from ..evaluate.evaluate import _finite
-    from ..render import render_eval
-
     given = [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
              if getattr(args, n, None)]
     if given:
@@ -73,8 +63,6 @@ def cmd_eval_external(args) -> int:
 
 def cmd_calibrate(args) -> int:
     from ..answer.gate import calibrate_retriever
-    from ..golden import load_golden
-    from ..render import render_calibration
 
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
     pipeline = load_pipeline(args)
@@ -85,30 +73,22 @@ def cmd_calibrate(args) -> int:
 
 
 def add(sub) -> None:
-    p = sub.add_parser("eval", help="evaluate retrieval on a golden set")
+    p = command(sub, "eval", cmd_eval, "evaluate retrieval on a golden set", inputs="golden split",
+                output="every metric and per-question detail")
     add_pipeline_flags(p)
-    p.add_argument("--golden", required=True, help="golden set (.jsonl, .yaml) or a BEIR folder with --split")
-    p.add_argument("--split", default=None, help="BEIR qrels split (e.g. test)")
     p.add_argument("-k", "--k", type=int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
     p.add_argument("--depth", type=int_in(1, 10_000), default=100, help="chunks retrieved per question (default 100)")
     p.add_argument("--k-unit", choices=("chunk", "doc"), default=None, dest="k_unit",
                    help="what top-k counts: chunk, or doc (distinct documents, as BEIR figures); default: doc for "
                         "document-level golden sets (every anchor a bare document id), chunk otherwise")
-    p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist sizes to compare, e.g. 20,50,100")
     p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
     a = p.add_argument_group("answers")
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
     add_flags(a, answer_golden)
     add_flags(p.add_argument_group("outside retrievers (docs/guide/external-retrievers.md)"), evaluate_outside)
     add_flags(p.add_argument_group("regression gate for CI (docs/guide/ci-gate.md)"), ci_gate)
-    add_output(p, "every metric and per-question detail")
-    p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("calibrate", help="pick the abstention threshold from a golden set")
+    p = command(sub, "calibrate", cmd_calibrate, "pick the abstention threshold from a golden set",
+                inputs="golden split", output="the calibration and its curve")
     add_pipeline_flags(p)
-    p.add_argument("--golden", required=True)
-    p.add_argument("--split", default=None)
     p.add_argument("-k", "--k", type=K, default=5, help="contexts an answer would use (default 5)")
-    p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist size (default 50)")
-    add_output(p, "the calibration and its curve")
-    p.set_defaults(func=cmd_calibrate)

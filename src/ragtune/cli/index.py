@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
-from ._common import _option_flags, add_chunker_flags, add_output, emit, finite_float, int_in, pipeline_flags
-from ..pipeline import option_owners
-from ..registry import RETRIEVERS
+from ..config import read_config_file
+from ..corpus import load_corpus
+from ..golden import load_golden
+from ..pipeline import PipelineConfig
+from ..render import render_built, render_diff, render_version_line
+from ._common import add_pipeline_flags, command, emit, finite_float, int_in, pipeline_flags
 
 
 def _store(args):
@@ -16,58 +19,42 @@ def _store(args):
 
 
 def cmd_build(args) -> int:
-    from ..config import read_config_file
-    from ..corpus import load_corpus
-    from ..pipeline import PipelineConfig
-    from ..render import render_built
     from ..store import build_version
 
     config = PipelineConfig.from_flags({**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)})
     store = _store(args)
     v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True)
-    emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
-    return 0
+    return emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
 
 
 def cmd_refresh(args) -> int:
-    from ..corpus import load_corpus
-    from ..render import render_built
     from ..store import refresh_version
 
     store = _store(args)
     v, st = refresh_version(store, load_corpus(args.corpus), promote=not args.no_promote, show_progress=True,
                             allow_mass_removal=args.allow_mass_removal)
-    emit(args, {"id": v.id, "current": store.current_id(), **st}, render_built(v, store.current_id(), st))
-    return 0
+    return emit(args, {"id": v.id, "current": store.current_id(), **st}, render_built(v, store.current_id(), st))
 
 
 def cmd_list(args) -> int:
-    from ..render import render_version_line
-
     store = _store(args)
     versions, cur = store.list(include_damaged=True), store.current_id()
-    emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
-         "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
-    return 0
+    return emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
+                "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
 
 
 def cmd_show(args) -> int:
     m = dict(_store(args).get(args.version).manifest)
     m["documents"] = f"{len(m['documents'])} documents (content hashes in manifest.json)"
-    print(json.dumps(m, indent=2, default=str))
-    return 0
+    return print(json.dumps(m, indent=2, default=str)) or 0
 
 
 def cmd_diff(args) -> int:
-    from ..render import render_diff
-
     d = _store(args).diff(args.a, args.b)
-    emit(args, d, render_diff(d))
-    return 0
+    return emit(args, d, render_diff(d))
 
 
 def cmd_migrate(args) -> int:
-    from ..golden import load_golden
     from ..store import migrate
 
     store = _store(args)
@@ -90,37 +77,29 @@ def add(sub) -> None:
     ix = sub.add_parser("index", help="build and operate a versioned index store").add_subparsers(
         dest="index_command", required=True)
 
-    def command(name, func, helptext, *, json_out=False):
-        p = ix.add_parser(name, help=helptext)
-        p.add_argument("--store", required=True, help="the store folder")
-        if json_out:
-            add_output(p)
-        p.set_defaults(func=func if func else lambda a: print(SIMPLE[name](_store(a), a)) or 0)
-        return p
+    def cmd(name, func, helptext, output=None, inputs=""):
+        return command(ix, name, func or (lambda a: print(SIMPLE[name](_store(a), a)) or 0), helptext,
+                       output=output, inputs="store " + inputs)
 
-    p = command("build", cmd_build, "build a new immutable version", json_out=True)
-    p.add_argument("--corpus", required=True)
+    p = cmd("build", cmd_build, "build a new immutable version", "the version", "corpus")
     p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
-    add_chunker_flags(p)
-    p.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
-    _option_flags(p.add_argument_group("retrieval options"), "retriever", option_owners("retriever"))
+    add_pipeline_flags(p, rerank=False, store=False)
     p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
-    p = command("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", json_out=True)
-    p.add_argument("--corpus", required=True)
+    p = cmd("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", "the version",
+            "corpus")
     p.add_argument("--no-promote", action="store_true", dest="no_promote")
     p.add_argument("--allow-mass-removal", action="store_true", dest="allow_mass_removal",
                    help="allow a refresh that removes more than half of the documents")
-    command("list", cmd_list, "list versions (* = current)", json_out=True)
-    command("rollback", None, "back to the previous promoted version")
-    command("show", cmd_show, "a version's manifest").add_argument("version", nargs="?")
-    p = command("diff", cmd_diff, "documents and configuration changed between two versions", json_out=True)
+    cmd("list", cmd_list, "list versions (* = current)", "the versions")
+    cmd("rollback", None, "back to the previous promoted version")
+    cmd("show", cmd_show, "a version's manifest").add_argument("version", nargs="?")
+    p = cmd("diff", cmd_diff, "documents and configuration changed between two versions", "the differences")
     p.add_argument("a")
     p.add_argument("b")
-    command("promote", None, "make a version current (atomically)").add_argument("version")
-    command("gc", None, "delete old versions").add_argument("--keep", type=int_in(1), required=True)
-    p = command("migrate", cmd_migrate, "blue/green: new embedder, evaluated, promoted only if not worse", json_out=True)
+    cmd("promote", None, "make a version current (atomically)").add_argument("version")
+    cmd("gc", None, "delete old versions").add_argument("--keep", type=int_in(1), required=True)
+    p = cmd("migrate", cmd_migrate, "blue/green: new embedder, evaluated, promoted only if not worse", "the verdict",
+            "golden split")
     p.add_argument("--embedder", required=True)
-    p.add_argument("--golden", required=True)
-    p.add_argument("--split", default=None)
     p.add_argument("--max-drop", type=finite_float, default=0.01, dest="max_drop")
     p.add_argument("--metric", default="recall@10")

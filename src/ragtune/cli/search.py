@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
-from ._common import K, add_pipeline_flags, emit, filters, finite_float, int_list, load_pipeline
 from ..render import render_answer, render_search
+from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_float, load_pipeline
 
 
 def cmd_search(args) -> int:
@@ -14,8 +14,7 @@ def cmd_search(args) -> int:
 
     query, flt = check_query(args.query), filters(args)
     ranking = load_pipeline(args).retriever.search(query, k=args.k, filters=flt)
-    emit(args, ranking.to_dict(), render_search(ranking))
-    return 0
+    return emit(args, ranking.to_dict(), render_search(ranking))
 
 
 def cmd_answer(args) -> int:
@@ -41,9 +40,7 @@ def add(sub) -> None:
         add_pipeline_flags(p)
         p.add_argument("query")
         p.add_argument("-k", "--k", type=K, default=k, help=f"{what} to retrieve (default {k})")
-        p.add_argument("--candidates", type=int_list, help="with --rerank: shortlist size (default 50)")
-        p.add_argument("--json", action="store_true", help="print the result as JSON")
-        p.add_argument("--out", metavar="FILE", help="write the result as JSON to FILE")
+        add_output(p)
         p.set_defaults(func=func)
     p.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
     p.add_argument("--gate", type=finite_float, help="answer not_found below this top retrieval score (see calibrate)")

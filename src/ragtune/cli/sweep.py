@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
+from ..corpus import load_corpus
 from ..evaluate.compare import compare
+from ..golden import load_golden
 from ..options import add_flags, kwargs
-from ._common import int_in
+from ..sweep import load_grid, sweep
+from ._common import command, int_in
 
 
 def cmd_sweep(args) -> int:
-    from ..corpus import load_corpus
-    from ..golden import load_golden
-    from ..sweep import load_grid, sweep
-
     grid, golden, corpus = load_grid(args.grid, metric=args.metric), load_golden(args.golden, split=args.split), \
         load_corpus(args.corpus)
     specs = grid.resolved(corpus.kind).all_specs
@@ -32,9 +31,6 @@ def cmd_sweep(args) -> int:
 
 
 def cmd_compare(args) -> int:
-    from ..corpus import load_corpus
-    from ..golden import load_golden
-
     metrics = [m.strip() for ms in args.metric or ["recall@10"] for m in ms.split(",") if m.strip()]
     report = compare(args.runs, load_golden(args.golden, split=args.split) if args.golden else None, metrics=metrics,
                      corpus=load_corpus(args.corpus) if args.corpus else None, **kwargs(compare, args))
@@ -45,26 +41,20 @@ def cmd_compare(args) -> int:
 
 
 def add(sub) -> None:
-    p = sub.add_parser("sweep", help="run a grid of chunking x retrieval configurations")
-    p.add_argument("--corpus", required=True)
-    p.add_argument("--golden", required=True)
-    p.add_argument("--split", default=None)
+    p = command(sub, "sweep", cmd_sweep, "run a grid of chunking x retrieval configurations",
+                inputs="corpus golden split")
     p.add_argument("--grid", required=True, help="grid file (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
     p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr")
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")
-    p.set_defaults(func=cmd_sweep)
 
-    p = sub.add_parser("compare", help="compare systems with a baseline question by question (paired tests)")
+    p = command(sub, "compare", cmd_compare, "compare systems with a baseline question by question (paired tests)",
+                inputs="golden? split corpus?")
     p.add_argument("runs", nargs="+", help="eval --out JSON files, sweep folders/results.json, TREC run files "
                                            "(with --golden); the first is the baseline unless --baseline says")
     p.add_argument("--metric", action="append", help="metric(s), repeat or comma-separate (default recall@10)")
-    p.add_argument("--golden", help="golden set to score TREC run files with")
-    p.add_argument("--split", default=None)
-    p.add_argument("--corpus", help="corpus to map TREC hits to anchors")
     add_flags(p, compare)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", metavar="FILE", help="write the report: .md, .html or .json by the suffix")
-    p.set_defaults(func=cmd_compare)

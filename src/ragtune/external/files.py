@@ -20,9 +20,10 @@ import math
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError
+from ..options import Opt
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate_rankings
 from ..evaluate.run import _desc, read_trec
 from ..golden import GoldenItem, GoldenSet
@@ -261,10 +262,21 @@ def _write(path: str | os.PathLike[str], lines: list[str]) -> None:
         raise ConfigError(f"cannot write {p}: {e.strerror or e}") from None
 
 
-def export_to(fmt: str, out: str | os.PathLike[str], *, golden: Any = None, split: str | None = None,
-              result: Any = None, tag: str = "ragtune", ids: str = "anchor") -> list[dict[str, Any]]:
+def export_to(
+    format: Annotated[Literal["trec", "beir", "ranx"], Opt("trec: qrels and/or run files; beir: a golden-set folder; "
+                                                          "ranx: JSON dicts for ranx")],
+    out: Annotated[str, Opt("file stem or folder: trec writes PATH.qrels / PATH.run, ranx PATH.qrels.json / "
+                            "PATH.run.json, beir the folder PATH", metavar="PATH")], *,
+    golden: Annotated[Any, Opt("golden set to export (.jsonl, .yaml, BEIR folder with --split, or TREC qrels)")] = None,
+    split: Annotated[str | None, Opt("BEIR qrels split (e.g. test)")] = None,
+    result: Annotated[Any, Opt("an `eval --json` result to export as a run", metavar="EVAL_JSON")] = None,
+    tag: Annotated[str, Opt("run tag in TREC's sixth column")] = "ragtune",
+    ids: Annotated[Literal["anchor", "span"], Opt("run ids: anchor (one line per anchor, for anchor qrels) or span "
+                                                  "(doc@start-end, exact)")] = "anchor",
+) -> list[dict[str, Any]]:
     """Write ``golden`` (a set or a path) and/or ``result`` (an EvalResult, its dict or an eval JSON path) as
     ``fmt`` (trec, beir, ranx) under ``out``; returns what was written (path, what, lines)."""
+    fmt = format
     if fmt not in ("trec", "beir", "ranx"):
         raise ConfigError(f"unknown export format {fmt!r}; pick one of trec, beir, ranx")
     if golden is None and result is None:
