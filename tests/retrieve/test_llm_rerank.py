@@ -7,6 +7,8 @@ from ragtune.answer.llm import estimate_tokens
 from ragtune.errors import APIError, ConfigError
 from ragtune.pipeline import PipelineConfig
 from ragtune.registry import RERANKERS
+from ragtune.retrieve.rerank import RerankedRetriever
+from ragtune.retrieve.fusion import rrf
 from ragtune.retrieve.llm_rerank import (LLMReranker, LLMRerankerConfig, build_rerank_prompt, estimate_llm_rerank,
                                          parse_order, windows)
 from tests.answer.fake_llm import FakeLLM
@@ -187,3 +189,20 @@ def test_prompt_numbers_candidates_with_their_heading_paths():
         "[2] Deploy > Rollback") and user.rstrip().endswith("Ranking:")
     nameless = Chunk(id="z", doc_id="faq.md", text="x", start=0, end=1, embed_text="", anchors=("faq.md#top",))
     assert "[1] faq.md#top\nx" in build_rerank_prompt("q", [nameless])[1]
+
+
+class FirstStage:
+    name = "fixed"
+
+    def search(self, query, k=10, filters=None):
+        return shortlist(query)
+
+
+def test_mode_replace_keeps_the_model_order_and_fuse_blends_it_with_the_first_stage(server):
+    server.script = ["[5] > [3] > [4] > [1] > [2]"] * 2
+    replaced = RerankedRetriever(FirstStage(), reranker(server, mode="replace"), candidates=5).search("q", k=5)
+    assert ids(replaced) == ["c5", "c3", "c4", "c1", "c2"]
+    fuse = reranker(server, mode="fuse", fuse_k=1)
+    assert (fuse.mode, fuse.fuse_k) == ("fuse", 1) and fuse.config["mode"] == "fuse"
+    fused = RerankedRetriever(FirstStage(), fuse, candidates=5).search("q", k=5)
+    assert ids(fused) == ids(rrf([replaced, shortlist("q")], k=1)) != ids(replaced)

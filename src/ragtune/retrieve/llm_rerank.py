@@ -29,9 +29,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..config import Config, check_range
+from ..config import check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
+from .rerank import RerankerConfig
 
 __all__ = ["LLMReranker", "LLMRerankerConfig", "RerankEstimate", "build_rerank_prompt", "estimate_llm_rerank",
            "parse_order", "windows"]
@@ -46,8 +47,11 @@ OUTPUT_TOKENS_EXTRA = 16
 
 
 @dataclass(frozen=True)
-class LLMRerankerConfig(Config):
+class LLMRerankerConfig(RerankerConfig):
     """An LLM orders the shortlist (listwise): ``anthropic:<model>`` or ``openai:<model>``.
+
+    ``mode`` and ``fuse_k`` as for every reranker (:class:`~ragtune.retrieve.rerank.RerankerConfig`):
+    ``replace`` keeps the model's order, ``fuse`` blends it with the first stage's by RRF.
 
     ``base_url`` empty: the provider's (or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``). ``max_candidates``
     per call (longer shortlists go in overlapping windows); ``max_chars`` of each candidate's text;
@@ -68,6 +72,7 @@ class LLMRerankerConfig(Config):
     def __post_init__(self) -> None:
         from ..answer.llm import parse_model_spec
 
+        super().__post_init__()
         if not isinstance(self.model, str) or not self.model.strip():
             raise ConfigError("the llm reranker needs a model: --rerank-model anthropic:<model> or "
                               "openai:<model> (e.g. anthropic:claude-sonnet-4-5)")
@@ -181,12 +186,13 @@ class LLMReranker:
         from ..answer.llm import ChatLLM
 
         self.options = config
+        self.mode, self.fuse_k = config.mode, config.fuse_k
         self.llm = ChatLLM.from_spec(config.model, what="reranker model", flag="--rerank-model",
                                      base_url=config.base_url or None, timeout=config.timeout,
                                      max_retries=config.max_retries, price_in=config.price_in,
                                      price_out=config.price_out)
         self.config = {"model": self.llm.name, "max_candidates": config.max_candidates,
-                       "max_chars": config.max_chars}
+                       "max_chars": config.max_chars, "mode": self.mode, "fuse_k": self.fuse_k}
         self._lock = threading.Lock()
         self._counts = {"queries": 0, "windows": 0, "malformed": 0, "repaired": 0, "fallbacks": 0}
         self.failed_queries: list[str] = []  # queries where a window kept its first-stage order
