@@ -119,7 +119,13 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
                 from onnxruntime.quantization import QuantType, quantize_dynamic
             except ImportError:
                 raise MissingDependencyError("int8 quantisation needs onnxruntime: pip install 'ragtune[embed]'") from None
-            quantize_dynamic(str(tmp_fp32), str(Path(tmp) / ONNX_INT8), weight_type=QuantType.QInt8)
+            import logging
+
+            logging.disable(logging.WARNING)  # its advice to pre-process goes to the root logger
+            try:
+                quantize_dynamic(str(tmp_fp32), str(Path(tmp) / ONNX_INT8), weight_type=QuantType.QInt8)
+            finally:
+                logging.disable(logging.NOTSET)
             files["int8"] = ONNX_INT8
         for name in files.values():
             os.replace(Path(tmp) / name, out / name)
