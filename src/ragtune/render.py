@@ -227,8 +227,17 @@ def render_golden_report(report: Any, source: str, n_docs: int) -> str:
         return f"{len(report.problems)} problem(s) in {source}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
     s = report.summary
     tags = ", ".join(f"{t} {n}" for t, n in s["tags"].items()) or "none"
+    drafts = (f"\ndrafts: {s['drafts']} (never scored until accepted: ragtune golden review {source} --out "
+              "accepted.jsonl)") if s.get("drafts") else ""
     return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
-            f"{s['relevant_anchors']} relevant anchors, all found in {n_docs} documents\ntags: {tags}")
+            f"{s['relevant_anchors']} relevant anchors, all found in {n_docs} documents\ntags: {tags}{drafts}")
+
+
+def render_plan(grid: Any, specs: Sequence[Any], n_questions: int, out: str) -> str:
+    """The line a sweep prints before it starts: configurations, metric, questions, where results go."""
+    extra = "" if len(specs) == len(grid.specs) else " + the baseline"
+    return (f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid{extra}), metric {grid.metric}, "
+            f"{n_questions} questions; results in {out}")
 
 
 def render_anchors(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -16,12 +16,7 @@ from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, 
 def cmd_golden_check(args) -> int:
     corpus = load_corpus(args.corpus)
     report = check_golden(load_golden(args.golden, split=args.split, strict=False), corpus)
-    text = render_golden_report(report, args.golden, len(corpus))
-    if report.summary.get("drafts"):
-        text += (f"\ndrafts: {report.summary['drafts']} (never scored until accepted: "
-                 f"ragtune golden review {args.golden} --out accepted.jsonl)")
-    emit(args, report.to_dict(), text)
-    return 0 if report.ok else 1
+    return emit(args, report.to_dict(), render_golden_report(report, args.golden, len(corpus))) or int(not report.ok)
 
 
 def cmd_golden_draft(args) -> int:

@@ -19,7 +19,7 @@ def cmd_search(args) -> int:
 
 def cmd_answer(args) -> int:
     from ..answer import ConfidenceGate, answer_question, make_generator
-    from ..serve.telemetry import log_answer
+    from ..serve.telemetry import answer_log_fields, log_answer
 
     generator, flt = make_generator(args.generator), filters(args)
     pipeline = load_pipeline(args)
@@ -28,9 +28,7 @@ def cmd_answer(args) -> int:
     emit(args, ans.to_dict(), render_answer(ans))  # the answer first: the log can never cost it
     log_path = None if args.no_log else (args.log or (os.path.join(args.store, "telemetry.sqlite") if args.store else None))
     if log_path:
-        log_answer(log_path, stderr=sys.stderr, query=args.query, outcome=ans.outcome, reason=ans.reason, filters=flt,
-                   version=pipeline.version, latency_ms=ans.latency_s * 1000,
-                   retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
+        log_answer(log_path, stderr=sys.stderr, **answer_log_fields(ans, ranking, flt, pipeline.version))
     return 0
 
 

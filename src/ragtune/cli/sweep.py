@@ -10,6 +10,7 @@ from ..evaluate.compare import compare
 from ..golden import load_golden
 from ..options import add_flags, kwargs
 from ..sweep import load_grid, sweep
+from ..render import render_plan
 from ._common import command, int_in
 
 
@@ -17,9 +18,7 @@ def cmd_sweep(args) -> int:
     grid, golden, corpus = load_grid(args.grid, metric=args.metric), load_golden(args.golden, split=args.split), \
         load_corpus(args.corpus)
     specs = grid.resolved(corpus.kind).all_specs
-    print(f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid"
-          f"{'' if len(specs) == len(grid.specs) else ' + the baseline'}), metric {grid.metric}, "
-          f"{len(golden)} questions; results in {args.out}", file=sys.stderr)
+    print(render_plan(grid, specs, len(golden), args.out), file=sys.stderr)
     if args.dry_run:  # (--out is the sweep's folder here: output goes to stdout only)
         print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
               if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))

@@ -33,7 +33,7 @@ from typing import Any, TextIO
 
 from ..errors import TelemetryBusyError, TelemetryError
 
-__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "make_row", "parse_since"]
+__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "answer_log_fields", "make_row", "parse_since"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -215,6 +215,13 @@ def make_row(*, query: str, outcome: str, retrieved: list[dict[str, Any]], versi
     hits = [{"anchor": r.get("anchor"), "score": r.get("score")} for r in retrieved]
     return (time.time() if ts is None else ts, query, version, filters, outcome, reason, json.dumps(hits),
             latency_ms, source)
+
+
+def answer_log_fields(answer: Any, ranking: Any, filters: Any = None, version: str | None = None) -> dict[str, Any]:
+    """What :func:`log_answer` records of an answer and the ranking it came from."""
+    return {"query": ranking.query, "outcome": answer.outcome, "reason": answer.reason, "filters": filters,
+            "version": version, "latency_ms": answer.latency_s * 1000,
+            "retrieved": [{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits]}
 
 
 def log_answer(path: str | os.PathLike[str], *, stderr: TextIO | None = None, busy_timeout: float = 5.0,
