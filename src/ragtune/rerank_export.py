@@ -1,8 +1,8 @@
 """Export a cross-encoder to an ONNX folder that the ``cross-encoder`` reranker runs without torch.
 
 :func:`export_cross_encoder` reads a Hugging Face / sentence-transformers cross-encoder folder (or hub id)
-with ``AutoModelForSequenceClassification`` + ``AutoTokenizer`` (extra ``st``: transformers and torch, imported
-here only) and writes, into ``out_dir`` (see :mod:`ragtune.retrieve.onnx_rerank` for the convention)::
+with ``AutoModelForSequenceClassification`` + ``AutoTokenizer`` (extras ``st`` and ``onnx``: transformers, torch
+and onnx, imported here only) and writes, into ``out_dir`` (see :mod:`ragtune.retrieve.onnx_rerank` for the convention)::
 
     model.onnx        fp32
     model_int8.onnx   int8 weights by onnxruntime's dynamic quantisation (``int8=True``)
@@ -56,11 +56,12 @@ class ExportResult:
 
 def _load(source: str):
     try:
+        import onnx  # noqa: F401  (torch's exporter and the int8 quantiser write through it)
         import torch  # noqa: F401
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
     except ImportError:
-        raise MissingDependencyError("exporting a cross-encoder needs transformers and torch: "
-                                     "pip install 'ragtune[st]'") from None
+        raise MissingDependencyError("exporting a cross-encoder needs transformers, torch and onnx: "
+                                     "pip install 'ragtune[st,onnx]'") from None
     p = Path(source)
     if p.exists() and not (p / "config.json").is_file():
         raise ConfigError(f"{source}: no config.json there; export reads a Hugging Face / sentence-transformers "
@@ -118,7 +119,7 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
             try:
                 from onnxruntime.quantization import QuantType, quantize_dynamic
             except ImportError:
-                raise MissingDependencyError("int8 quantisation needs onnxruntime: pip install 'ragtune[embed]'") from None
+                raise MissingDependencyError("int8 quantisation needs onnxruntime: pip install onnxruntime") from None
             import logging
 
             logging.disable(logging.WARNING)  # its advice to pre-process goes to the root logger

@@ -232,7 +232,7 @@ def test_cross_encoder_without_sentence_transformers_says_what_to_install(monkey
     with pytest.raises(MissingDependencyError) as e:
         CrossEncoderReranker("m").warm_up()
     assert str(e.value) == ("the cross-encoder reranker needs: pip install 'ragtune[st]' "
-                            "(or an ONNX folder: pip install 'ragtune[embed]')")
+                            "(an exported ONNX folder needs no extra)")
 
 
 def test_cross_encoder_that_cannot_load_is_a_config_error(fake_st, monkeypatch):

@@ -12,6 +12,7 @@ from ragtune import Chunk, ConfigError, Hit, Ranking
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 pytest.importorskip("onnxruntime")
+pytest.importorskip("onnx")  # the exporter writes through it (extra onnx)
 
 WORDS = ("the cat dog sat on mat a fish swims in water bird flies over tree sun shines bright moon night sky "
          "stars rain falls from clouds wind blows hard snow is cold fire hot red blue green big small fast slow "

@@ -33,7 +33,7 @@ ONNX_INT8 = "model_int8.onnx"
 TOKENIZER = "tokenizer.json"
 MANIFEST = "ragtune.json"
 PRECISIONS = ("auto", "fp32", "int8")
-_INSTALL = "pip install 'ragtune[embed]' (onnxruntime and tokenizers)"
+_INSTALL = "pip install onnxruntime tokenizers (dependencies of ragtune itself)"
 
 
 def is_onnx_folder(path: str | os.PathLike[str]) -> bool:

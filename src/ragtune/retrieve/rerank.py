@@ -192,7 +192,7 @@ class CrossEncoderReranker:
 
         if importlib.util.find_spec("sentence_transformers") is None:
             raise MissingDependencyError("the cross-encoder reranker needs: pip install 'ragtune[st]' "
-                                         "(or an ONNX folder: pip install 'ragtune[embed]')")
+                                         "(an exported ONNX folder needs no extra)")
         local_only = require_model(self.model_name, what="cross-encoder", flag="--rerank-model ")
         try:
             with status(f"loading {self.model_name}"):
