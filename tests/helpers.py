@@ -40,6 +40,31 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def write_beir(root: Path, docs: list[dict], queries: list[dict], qrels: list[tuple[str, str, int]],
+               split: str = "test") -> Path:
+    """A BEIR-format folder: corpus.jsonl, queries.jsonl and qrels/SPLIT.tsv from (query, doc, grade) triples."""
+    write_jsonl(root / "corpus.jsonl", docs)
+    write_jsonl(root / "queries.jsonl", queries)
+    lines = "".join(f"{q}\t{d}\t{g}\n" for q, d, g in qrels)
+    return write_files(root, {f"qrels/{split}.tsv": "query-id\tcorpus-id\tscore\n" + lines})
+
+
+def random_beir(root: Path, *, seed: int, docs: int, queries: int, vocab: int, doc_words: int,
+                max_relevant: int = 5, grades: tuple[int, ...] = (1, 2, 3)) -> Path:
+    """A random BEIR folder: documents of ``doc_words`` words from a vocabulary of ``vocab`` words, queries of
+    4 words, each with 1..``max_relevant`` relevant documents graded from ``grades``. Deterministic in ``seed``."""
+    import random
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(vocab)]
+    doc_rows = [{"_id": f"d{i}", "title": "", "text": " ".join(rng.choices(words, k=doc_words))} for i in range(docs)]
+    query_rows, qrels = [], []
+    for q in range(queries):
+        query_rows.append({"_id": f"q{q}", "text": " ".join(rng.choices(words, k=4))})
+        qrels += [(f"q{q}", f"d{d}", rng.choice(grades)) for d in rng.sample(range(docs), rng.randint(1, max_relevant))]
+    return write_beir(root, doc_rows, query_rows, qrels)
+
+
 def golden_rows(questions) -> list[dict]:
     """Golden-set rows from ``(id, question, relevant anchors)`` triples."""
     return [{"id": i, "q": q, "relevant": r} for i, q, r in questions]

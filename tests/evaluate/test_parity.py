@@ -1,13 +1,12 @@
 """Parity: where one chunk is one document, ragtune's metrics equal trec_eval's (via ir_measures)."""
 
-import random
 
 import ir_measures
 import pytest
 from ir_measures import P, R, RR, Success, nDCG
 
 from ragtune import Pipeline, evaluate, load_corpus, load_golden
-from tests.helpers import shared_dataset, write_files, write_jsonl
+from tests.helpers import random_beir, shared_dataset
 
 MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "recall@20": R @ 20, "hit@5": Success @ 5,
             "precision@10": P @ 10, "mrr": RR, "ndcg@10": nDCG @ 10}
@@ -42,17 +41,7 @@ def assert_parity(pipeline, golden, corpus):
 
 
 def test_parity_on_generated_beir_data(tmp_path):
-    rng = random.Random(7)
-    vocab = [f"w{i}" for i in range(60)]
-    docs = [{"_id": f"d{i}", "title": "", "text": " ".join(rng.choices(vocab, k=30))} for i in range(200)]
-    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
-    for q in range(60):
-        queries.append({"_id": f"q{q}", "text": " ".join(rng.choices(vocab, k=4))})
-        for d in rng.sample(range(200), rng.randint(1, 5)):
-            qrels.append(f"q{q}\td{d}\t{rng.choice([1, 1, 2, 3])}")
-    write_jsonl(tmp_path / "corpus.jsonl", docs)
-    write_jsonl(tmp_path / "queries.jsonl", queries)
-    write_files(tmp_path, {"qrels/test.tsv": "\n".join(qrels) + "\n"})
+    random_beir(tmp_path, seed=7, docs=200, queries=60, vocab=60, doc_words=30, max_relevant=5, grades=(1, 1, 2, 3))
     corpus = load_corpus(tmp_path)
     golden = load_golden(tmp_path, split="test")
     assert_parity(Pipeline.build(corpus), golden, corpus)

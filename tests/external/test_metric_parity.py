@@ -1,29 +1,18 @@
 """MAP@k, nDCG@k at every cutoff and R-precision equal trec_eval's (via ir_measures) where one chunk is one document."""
 
-import random
 
 import ir_measures
 import pytest
 from ir_measures import AP, Rprec, nDCG
 
 from ragtune import Pipeline, evaluate, load_corpus, load_golden
-from tests.helpers import write_files, write_jsonl
+from tests.helpers import random_beir
 
 KS = (1, 3, 5, 10, 20)
 
 
 def test_map_ndcg_and_r_precision_match_trec_eval(tmp_path):
-    rng = random.Random(11)
-    vocab = [f"w{i}" for i in range(50)]
-    docs = [{"_id": f"d{i}", "title": "", "text": " ".join(rng.choices(vocab, k=25))} for i in range(150)]
-    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
-    for q in range(50):
-        queries.append({"_id": f"q{q}", "text": " ".join(rng.choices(vocab, k=4))})
-        for d in rng.sample(range(150), rng.randint(1, 6)):
-            qrels.append(f"q{q}\td{d}\t{rng.choice([1, 2, 3])}")
-    write_jsonl(tmp_path / "corpus.jsonl", docs)
-    write_jsonl(tmp_path / "queries.jsonl", queries)
-    write_files(tmp_path, {"qrels/test.tsv": "\n".join(qrels) + "\n"})
+    random_beir(tmp_path, seed=11, docs=150, queries=50, vocab=50, doc_words=25, max_relevant=6, grades=(1, 2, 3))
     corpus = load_corpus(tmp_path)
     golden = load_golden(tmp_path, split="test")
     retriever = Pipeline.build(corpus).retriever

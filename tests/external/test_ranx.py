@@ -1,6 +1,5 @@
 """ranx interop: golden sets and runs to and from ranx.Qrels / ranx.Run, and ranx's metrics equal ragtune's."""
 
-import random
 
 import pytest
 
@@ -8,7 +7,7 @@ from ragtune import ConfigError, GoldenSet, Pipeline, evaluate, load_corpus, loa
 from ragtune.evaluate.run import Run
 from ragtune.external.files import from_ranx, to_ranx, write_trec_run
 from ragtune.golden import GoldenItem
-from tests.helpers import write_files, write_jsonl
+from tests.helpers import random_beir
 
 ranx = pytest.importorskip("ranx")
 
@@ -46,17 +45,7 @@ def test_a_ranx_run_scores_as_the_trec_file_of_the_same_rankings(tmp_path, corpu
 
 
 def test_ranx_metrics_equal_ragtunes_where_one_chunk_is_one_document(tmp_path):
-    rng = random.Random(5)
-    vocab = [f"w{i}" for i in range(40)]
-    docs = [{"_id": f"d{i}", "title": "", "text": " ".join(rng.choices(vocab, k=20))} for i in range(120)]
-    queries, qrels = [], ["query-id\tcorpus-id\tscore"]
-    for q in range(40):
-        queries.append({"_id": f"q{q}", "text": " ".join(rng.choices(vocab, k=4))})
-        for d in rng.sample(range(120), rng.randint(1, 5)):
-            qrels.append(f"q{q}\td{d}\t{rng.choice([1, 2, 3])}")
-    write_jsonl(tmp_path / "corpus.jsonl", docs)
-    write_jsonl(tmp_path / "queries.jsonl", queries)
-    write_files(tmp_path, {"qrels/test.tsv": "\n".join(qrels) + "\n"})
+    random_beir(tmp_path, seed=5, docs=120, queries=40, vocab=40, doc_words=20, max_relevant=5, grades=(1, 2, 3))
     corpus = load_corpus(tmp_path)
     golden = load_golden(tmp_path, split="test")
     retriever = Pipeline.build(corpus, retriever="bm25").retriever
