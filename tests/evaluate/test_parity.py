@@ -1,6 +1,5 @@
 """Parity: where one chunk is one document, ragtune's metrics equal trec_eval's (via ir_measures)."""
 
-
 import ir_measures
 import pytest
 from ir_measures import P, R, RR, Success, nDCG

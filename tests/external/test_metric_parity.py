@@ -1,6 +1,5 @@
 """MAP@k, nDCG@k at every cutoff and R-precision equal trec_eval's (via ir_measures) where one chunk is one document."""
 
-
 import ir_measures
 import pytest
 from ir_measures import AP, Rprec, nDCG

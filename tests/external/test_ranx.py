@@ -1,6 +1,5 @@
 """ranx interop: golden sets and runs to and from ranx.Qrels / ranx.Run, and ranx's metrics equal ragtune's."""
 
-
 import pytest
 
 from ragtune import ConfigError, GoldenSet, Pipeline, evaluate, load_corpus, load_golden
