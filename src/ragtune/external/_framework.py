@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from ..errors import ConfigError, MissingDependencyError
@@ -21,6 +21,37 @@ def require(module: str, extra: str, package: str) -> Any:
     except ImportError as e:
         raise MissingDependencyError(f"{module} is not installed ({e}); pip install 'ragtune[{extra}]' "
                                      f"(or pip install {package})") from None
+
+
+def lazy_classes(namespace: dict[str, Any], make: Callable[[], dict[str, type]]) -> Callable[[str], Any]:
+    """A module ``__getattr__`` that builds the framework's classes (``make``: import the framework, define them)
+    on first access and keeps them in the module ``namespace``, so importing an adapter never imports its framework."""
+    names: tuple[str, ...] = tuple(namespace["_LAZY"])
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            classes = make()
+            namespace.update(classes)
+            return classes[name]
+        raise AttributeError(f"module {namespace['__name__']!r} has no attribute {name!r}")
+    return __getattr__
+
+
+def evaluate_hits(hits: Any, golden: Any, corpus: Any, options: Mapping[str, Any]) -> Any:
+    """Score a framework adapter (``search(query, k) -> hits`` and a ``name``) with ragtune's metrics;
+    ``options`` go to :func:`~ragtune.external.evaluate_retriever` (``ks``, ``concurrency``, ``base_url`` ...)."""
+    from .adapter import evaluate_retriever
+
+    return evaluate_retriever(hits, golden, corpus=corpus, name=hits.name, **options)
+
+
+def named_embedder(current: Any, name: str) -> Any:
+    """The embedder an adapter holds, or the one named ``name`` loaded now (a named embedder loads on first use)."""
+    if current is not None:
+        return current
+    from ..embed import get_embedder
+
+    return get_embedder(name)
 
 
 def source_of(meta: Mapping[str, Any], source_key: str | None, *fallbacks: Any) -> str | None:

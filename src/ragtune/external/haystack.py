@@ -20,7 +20,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ConfigError
-from ._framework import chunk_metadata, ragtune_search, ranked, require, source_of, span_hit
+from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
+                         require, source_of, span_hit)
 
 __all__ = ["document_to_hit", "HaystackHits", "evaluate_haystack", "RagtuneRetriever", "RagtuneTextEmbedder",
            "RagtuneDocumentEmbedder"]
@@ -102,11 +103,9 @@ def evaluate_haystack(target: Any, golden: Any, *, corpus: Any = None, component
                       offsets: bool = True, name: str | None = None, **options: Any):
     """Score a Haystack pipeline or retriever component with ragtune's metrics; ``options`` go to
     :func:`~ragtune.external.evaluate_retriever` (``ks``, ``concurrency``, ``base_url`` ...)."""
-    from .adapter import evaluate_retriever
-
     hits = HaystackHits(target, component=component, inputs=inputs, source_key=source_key, offsets=offsets,
                         name=name)
-    return evaluate_retriever(hits, golden, corpus=corpus, name=hits.name, **options)
+    return evaluate_hits(hits, golden, corpus, options)
 
 
 def _make_classes() -> dict[str, type]:
@@ -114,10 +113,7 @@ def _make_classes() -> dict[str, type]:
     from haystack import Document, component
 
     def _model(obj: Any) -> Any:
-        if obj._embedder is None:
-            from ..embed import get_embedder
-
-            obj._embedder = get_embedder(obj.embedder)
+        obj._embedder = named_embedder(obj._embedder, obj.embedder)
         return obj._embedder
 
     @component
@@ -183,9 +179,4 @@ def _make_classes() -> dict[str, type]:
             "RagtuneDocumentEmbedder": RagtuneDocumentEmbedder}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        classes = _make_classes()
-        globals().update(classes)
-        return classes[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_classes(globals(), _make_classes)

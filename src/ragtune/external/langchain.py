@@ -17,7 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
-from ._framework import chunk_metadata, ragtune_search, ranked, require, source_of, span_hit
+from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
+                         require, source_of, span_hit)
 
 __all__ = ["document_to_hit", "LangChainHits", "evaluate_langchain", "RagtuneRetriever", "RagtuneEmbeddings"]
 
@@ -61,10 +62,8 @@ def evaluate_langchain(target: Any, golden: Any, *, corpus: Any = None, source_k
                        offsets: bool = True, name: str | None = None, **options: Any):
     """Score a LangChain retriever or vector store with ragtune's metrics; ``options`` go to
     :func:`~ragtune.external.evaluate_retriever` (``ks``, ``concurrency``, ``base_url`` ...)."""
-    from .adapter import evaluate_retriever
-
     hits = LangChainHits(target, source_key=source_key, offsets=offsets, name=name)
-    return evaluate_retriever(hits, golden, corpus=corpus, name=hits.name, **options)
+    return evaluate_hits(hits, golden, corpus, options)
 
 
 def _make_classes() -> dict[str, type]:
@@ -104,10 +103,7 @@ def _make_classes() -> dict[str, type]:
             self._embedder = None if isinstance(embedder, str) else embedder
 
         def _model(self) -> Any:
-            if self._embedder is None:
-                from ..embed import get_embedder
-
-                self._embedder = get_embedder(self._name)
+            self._embedder = named_embedder(self._embedder, self._name)
             return self._embedder
 
         def embed_documents(self, texts: list[str]) -> list[list[float]]:
@@ -119,9 +115,4 @@ def _make_classes() -> dict[str, type]:
     return {"RagtuneRetriever": RagtuneRetriever, "RagtuneEmbeddings": RagtuneEmbeddings}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        classes = _make_classes()
-        globals().update(classes)
-        return classes[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_classes(globals(), _make_classes)

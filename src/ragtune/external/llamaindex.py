@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ._framework import chunk_metadata, ragtune_search, ranked, require, source_of, span_hit
+from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
+                         require, source_of, span_hit)
 
 __all__ = ["node_to_hit", "LlamaIndexHits", "evaluate_llamaindex", "RagtuneRetriever", "RagtuneEmbedding"]
 
@@ -64,10 +65,8 @@ def evaluate_llamaindex(target: Any, golden: Any, *, corpus: Any = None, source_
                         offsets: bool = True, name: str | None = None, **options: Any):
     """Score a LlamaIndex retriever or query engine with ragtune's metrics; ``options`` go to
     :func:`~ragtune.external.evaluate_retriever` (``ks``, ``concurrency``, ``base_url`` ...)."""
-    from .adapter import evaluate_retriever
-
     hits = LlamaIndexHits(target, source_key=source_key, offsets=offsets, name=name)
-    return evaluate_retriever(hits, golden, corpus=corpus, name=hits.name, **options)
+    return evaluate_hits(hits, golden, corpus, options)
 
 
 def _make_classes() -> dict[str, type]:
@@ -115,10 +114,7 @@ def _make_classes() -> dict[str, type]:
                 self._embedder = embedder
 
         def _model(self) -> Any:
-            if self._embedder is None:
-                from ..embed import get_embedder
-
-                self._embedder = get_embedder(self.embedder_name)
+            self._embedder = named_embedder(self._embedder, self.embedder_name)
             return self._embedder
 
         def _get_query_embedding(self, query: str) -> list[float]:
@@ -136,9 +132,4 @@ def _make_classes() -> dict[str, type]:
     return {"RagtuneRetriever": RagtuneRetriever, "RagtuneEmbedding": RagtuneEmbedding}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        classes = _make_classes()
-        globals().update(classes)
-        return classes[name]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_classes(globals(), _make_classes)
