@@ -477,6 +477,10 @@ def create_index(client, name: str, chunks: Sequence[Chunk], config: Config, *, 
         props = {"ragtune.chunks": str(len(chunks)), "ragtune.mode": mode, **dict(properties or {})}
         client.alter_collection_properties(tmp, properties=props)
         if client.has_collection(name):
+            if not replace:  # another process built the same content meanwhile: keep theirs, never drop a
+                drop_collection(client, tmp)  # collection someone may be searching
+                client.load_collection(name)
+                return
             drop_collection(client, name)
         client.rename_collection(tmp, name)
         client.load_collection(name)
