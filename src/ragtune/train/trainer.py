@@ -40,7 +40,8 @@ MANIFEST = "ragtune-train.json"
 class TrainOptions(Config):
     """How to train. ``base``: ``minilm`` (offline, bundled), a local model folder or a Hugging Face id.
     ``batch_queries`` groups (each ``1 + negatives + random_negatives`` pairs) make one optimiser step.
-    ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept)."""
+    ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept); with ``max_minutes``
+    the learning rate decays to zero by the time limit or the last step, whichever comes first."""
 
     base: str = DEFAULT_BASE
     pairs: str = "golden"
@@ -248,8 +249,19 @@ def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], option
         total = min(total, options.max_steps)
     warmup = int(total * options.warmup_share)
     optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=0.01)
-    schedule = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: (s + 1) / (warmup + 1) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    limit_s = options.max_minutes * 60 if options.max_minutes else None
+    clock = {"start": time.perf_counter()}
+
+    def lr_factor(s: int) -> float:
+        """Linear warm-up, then linear decay to zero at whichever comes first: the last step or the time limit."""
+        if s < warmup:
+            return (s + 1) / (warmup + 1)
+        done = (s - warmup) / max(1, total - warmup)
+        if limit_s:
+            done = max(done, (time.perf_counter() - clock["start"]) / limit_s)
+        return max(0.0, 1.0 - done)
+
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
     autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if options.bf16 else _nullcontext
 
     def scores(batch: list[Group]) -> "torch.Tensor":
@@ -294,7 +306,8 @@ def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], option
     losses: list[float] = []
     step, pairs_done, t_train = 0, 0, time.perf_counter()
     rng = random.Random(options.seed)
-    deadline = t_train + options.max_minutes * 60 if options.max_minutes else None
+    clock["start"] = t_train
+    deadline = t_train + limit_s if limit_s else None
     model.train()
     stop = False
     for epoch in range(1, options.epochs + 1):
