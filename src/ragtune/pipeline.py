@@ -36,7 +36,7 @@ __all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "build_pipe
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
-PIPELINE_KEYS = ("chunker", "prefix", "retriever", "embedder", "rerank", "candidates", "filter")
+PIPELINE_KEYS = ("chunker", "prefix", "retriever", "engine", "embedder", "rerank", "candidates", "filter")
 RERANK_PREFIX = "rerank_"
 DEFAULT_RETRIEVER = "hybrid"  # measured in docs/concepts/defaults.md
 
@@ -207,6 +207,11 @@ class PipelineConfig:
             f[ALIASES.get(k, k)] = v
         chunker = f.pop("chunker", "auto")
         retriever = f.pop("retriever", DEFAULT_RETRIEVER)
+        if f.get("engine") is not None:  # engine=milvus + retriever=hybrid names the entry milvus-hybrid
+            from .engines import engine_retriever
+
+            retriever = engine_retriever(f.pop("engine"), retriever)
+        f.pop("engine", None)
         rerank = f.pop("rerank", None) or None
         top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
         if "rerank_model" in f:
@@ -562,13 +567,16 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
         return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
     if corpus is not None:
         raise ConfigError("give --corpus or --store, not both")
+    milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
+    if flags.get("engine") == "milvus":  # says what the version already says
+        flags.pop("engine")
     bad = ["--" + k.replace("_", "-") for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
     if bad:
         raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
                           f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
     from .store import IndexStore, load_pipeline
 
-    p = load_pipeline(IndexStore(store), version, show_progress=show_progress)
+    p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri)
     if not flags:
         return p
     cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})

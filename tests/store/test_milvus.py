@@ -25,7 +25,7 @@ from ragtune.engines import engine_of, engine_retriever  # noqa: E402
 from ragtune.engines import milvus as m  # noqa: E402
 from ragtune.errors import ConfigError, StoreError  # noqa: E402
 from ragtune.golden import load_beir_golden  # noqa: E402
-from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, run_eval  # noqa: E402
+from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, open_pipeline, run_eval  # noqa: E402
 from ragtune.retrieve.filters import ChunkFilter  # noqa: E402
 from ragtune.store import IndexStore, build_version, load_pipeline, open_current, refresh_version  # noqa: E402
 from ragtune.types import Document  # noqa: E402
@@ -113,6 +113,12 @@ def test_engine_names_map_to_registered_retrievers():
     assert engine_retriever("milvus", "hybrid") == "milvus-hybrid"
     assert engine_retriever("embedded", "bm25") == "bm25"
     assert engine_of("milvus-dense") == "milvus" and engine_of("dense") == "embedded"
+    # what `--engine milvus --retriever dense --milvus-uri x.db` becomes; the default retriever too
+    flags = PipelineConfig.from_flags({"engine": "milvus", "retriever": "dense", "milvus_uri": "x.db"})
+    assert flags.retriever == "milvus-dense" and flags.to_dict()["milvus_uri"] == "x.db"
+    assert PipelineConfig.from_flags({"engine": "milvus", "milvus_uri": "x.db"}).retriever == "milvus-hybrid"
+    with pytest.raises(ConfigError, match="milvus_uri does not apply to retriever hybrid"):
+        PipelineConfig.from_flags({"retriever": "hybrid", "milvus_uri": "x.db"})
     with pytest.raises(ConfigError, match="choose one of: embedded, milvus"):
         engine_retriever("elastic", "bm25")
     with pytest.raises(ConfigError, match="milvus_uri .* neither"):
@@ -225,6 +231,8 @@ def test_store_versions_are_collections_and_current_is_an_alias(env, tmp_path):
 
     # a loaded version searches its own collection; refresh reuses; gc drops collections of removed versions
     assert load_pipeline(store, v1.id).retriever.search("weather", 3).hits[0].chunk.doc_id.startswith("blue/")
+    p = open_pipeline(store=store.root, flags={"engine": "milvus", "milvus_uri": env["uri"]})
+    assert p.version == v2.id and p.retriever.search("weather", 3).hits[0].chunk.doc_id.startswith("green/")
     v3, stats = refresh_version(store, _store_corpus("green", 13))
     assert stats["chunks_reused"] == 12 and store.current_id() == v3.id
     assert client.describe_alias(alias)["collection_name"] == v3.manifest["engine"]["collection"]
