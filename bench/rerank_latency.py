@@ -74,9 +74,11 @@ def main(argv=None) -> int:
         for precision in ("fp32", "int8"):
             ce = OnnxCrossEncoder(tmp / "onnx", precision=precision, max_length=length, threads=args.threads)
             rows.append({"backend": f"onnx {precision}", "max_length": length, **timed(ce.score)})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)  # progress, in case of a time limit
         st = CrossEncoder(str(tmp / "hf"), max_length=length, device="cpu", local_files_only=True)
         rows.append({"backend": "torch fp32 (sentence-transformers)", "max_length": length,
                      **timed(lambda q, s: st.predict([(q, t) for t in s], batch_size=16, show_progress_bar=False))})
+        print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
     out = {"candidates": args.candidates, "threads": args.threads, "queries": len(queries), "export_s": export_s,
            "load_average": os.getloadavg()[0], "rows": rows}
     if args.json:
