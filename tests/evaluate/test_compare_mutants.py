@@ -371,3 +371,12 @@ def test_question_mismatch_messages():
     with pytest.raises(ConfigError) as e:
         compare([a, d], metrics="recall@5")
     assert "run 'd' has 5 extra (q10, q11, q7, q8, q9) of baseline" in str(e.value)
+
+
+def test_the_detectable_effect_is_computed_at_the_corrected_alpha_only_under_a_correction():
+    a = run("a", [0.0, 0.5, 1.0, 0.5, 0.0, 1.0])
+    b = run("b", [1.0, 0.5, 1.0, 1.0, 0.0, 0.0])
+    metrics = ("recall@5", "mrr")  # two comparisons
+    assert compare([a, b], metrics=metrics, samples=200, correction="none").mde_alpha == 0.05
+    assert compare([a, b], metrics=metrics, samples=200, correction="holm").mde_alpha == 0.025
+    assert compare([a, b], metrics=metrics, samples=200, correction="bonferroni").mde_alpha == 0.025
