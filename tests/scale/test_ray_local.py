@@ -4,14 +4,12 @@ the vectors and results of a local run."""
 from __future__ import annotations
 
 import json
-import sys
 
 import numpy as np
 import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.embed import CachedEmbedder, EmbeddingCache, get_embedder
-from ragtune.errors import ConfigError, MissingDependencyError
 from ragtune.pipeline import PipelineConfig, run_eval
 from ragtune.store import IndexStore, build_version, load_pipeline, refresh_version
 from ragtune.sweep import parse_grid, sweep
@@ -117,16 +115,3 @@ def test_sweep_on_ray_matches_a_local_sweep_and_resumes(local_ray, tmp_path, mon
     assert EmbeddingCache(tmp_path / "cache-ray" / "embeddings.sqlite").count() > 0
     records2 = run_sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, ray=RayOptions())
     assert records2 == records  # nothing recomputed
-
-
-def test_options_are_checked_once_with_a_clear_message(monkeypatch):
-    for bad, words in (({"address": "10.0.0.5"}, "HOST:PORT"), ({"address": "http://h:1"}, "ray://HOST:PORT"),
-                       ({"batch_size": 100}, "multiple of 32"), ({"task_cpus": 0}, "> 0"),
-                       ({"address": "auto", "num_cpus": 2}, "local start only"), ({"num_cpus": 0}, ">= 1")):
-        with pytest.raises(ConfigError, match=words):
-            RayOptions(**bad)
-    for good in (None, "local", "auto", "10.0.0.5:6379", "ray://head.example:10001"):
-        assert RayOptions(address=good).address == good
-    monkeypatch.setitem(sys.modules, "ray", None)  # as if the extra were not installed
-    with pytest.raises(MissingDependencyError, match=r"pip install 'ragtune\[ray\]'"):
-        RayOptions()
