@@ -2,6 +2,10 @@
 
     python bench/load.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --clients 32 --seconds 20
     python bench/load.py --corpus ... --clients 32 --seconds 40 --lock-log 30   # fault: the log locked 30 s
+    python bench/load.py --corpus ... --clients 32 --seconds 20 --engine milvus   # the index in Milvus Lite
+
+With ``--engine milvus`` the store's version lives in a ``milvus-lite server`` started on loopback for the run
+(one Lite file serves several processes only through its server): the builder and the server reach it by URI.
 
 Builds a store (BM25 over markdown chunks by default) in a temporary folder, starts the server in a
 subprocess on 127.0.0.1, then runs ``--clients`` threads, each sending /search and /answer requests
@@ -52,6 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--retriever", default="bm25", choices=["bm25", "dense", "hybrid"])
     ap.add_argument("--lock-log", type=float, default=0, dest="lock_log", metavar="SECONDS",
                     help="hold an exclusive lock on the telemetry log this long, from 2 s into the run")
+    ap.add_argument("--engine", default="embedded", choices=["embedded", "milvus"])
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -72,10 +77,42 @@ def percentiles(lat: list[float]) -> dict:
             "max_ms": float(a.max()) if a.size else None, "over_100ms": int((a > 100).sum())}
 
 
+def milvus_server(work: Path) -> tuple[subprocess.Popen, str]:
+    """A ``milvus-lite server`` on a free loopback port, and its URI once it accepts connections."""
+    port = free_port()
+    exe = Path(sys.executable).with_name("milvus-lite")
+    proc = subprocess.Popen([str(exe), "server", "--data-dir", str(work / "milvus"), "--host", "127.0.0.1",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return proc, f"http://127.0.0.1:{port}"
+        except OSError:
+            if proc.poll() is not None or time.time() > deadline:
+                raise SystemExit("milvus-lite server did not start")
+            time.sleep(0.1)
+
+
 def run(args, questions, work: Path, rt, IndexConfig, IndexStore, build_version) -> int:
     store = IndexStore(work / "store")
-    build_version(store, rt.load_corpus(args.corpus),
-                  IndexConfig.from_flags({"chunker": "markdown", "size": 256, "retriever": args.retriever}))
+    flags = {"chunker": "markdown", "size": 256, "retriever": args.retriever}
+    milvus = None
+    if args.engine == "milvus":
+        from ragtune.engines import engine_retriever
+
+        milvus, uri = milvus_server(work)
+        flags.update(retriever=engine_retriever("milvus", args.retriever), milvus_uri=uri)
+    try:
+        build_version(store, rt.load_corpus(args.corpus), IndexConfig.from_flags(flags))
+        return serve(args, questions, work, store)
+    finally:
+        if milvus is not None:
+            milvus.terminate()
+            milvus.wait(10)
+
+
+def serve(args, questions, work: Path, store) -> int:
     port = free_port()
     env = {**os.environ, "RAGTUNE_CACHE_DIR": str(work / "cache")}
     env.pop("RAGTUNE_API_KEY", None)
@@ -175,7 +212,7 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     except (urllib.error.URLError, OSError):
         telemetry = None
 
-    figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever,
+    figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever, "engine": args.engine,
                      "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
     for path, rows in results.items():
         figures[path] = {"requests": len(rows), "errors": errors[path], "per_s": len(rows) / wall,
