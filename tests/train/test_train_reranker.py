@@ -49,6 +49,18 @@ def _markdown(title: str, sections) -> str:
     return f"# {title}\n\n" + "".join(f"## {h}\n\n{body}.\n\n" for h, body in sections)
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Tiny models: more torch threads only add synchronisation (and stall when other processes keep the cores
+    busy); scoring here runs on one."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
@@ -92,7 +104,7 @@ def trained(data, tiny_base):
     root, corpus, golden = data
     options = TrainOptions(base=tiny_base, retriever="bm25", negatives=3, random_negatives=3, epochs=20,
                            max_length=48, lr=5e-3, batch_queries=3, validation_share=0.0, warmup_share=0.0,
-                           bf16=False)
+                           bf16=False, threads=1)
     return train_reranker(corpus, golden, out_dir=root / "model", options=options, show_progress=False)
 
 
@@ -105,22 +117,27 @@ def test_listwise_loss_falls_and_best_epoch_kept(trained):
     assert trained.best_epoch == 20  # nothing held out: the last epoch is kept
 
 
-def _scores(folder, pairs):
+def _scorer(folder):
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     tok, model = AutoTokenizer.from_pretrained(folder), AutoModelForSequenceClassification.from_pretrained(folder)
-    with torch.no_grad():
-        enc = tok([q for q, _ in pairs], [t for _, t in pairs], padding=True, truncation=True, max_length=48,
-                  return_tensors="pt")
-        return model.eval()(**enc).logits.view(-1).tolist()
+    model.eval()
+
+    def scores(pairs):
+        with torch.no_grad():
+            enc = tok([q for q, _ in pairs], [t for _, t in pairs], padding=True, truncation=True, max_length=48,
+                      return_tensors="pt")
+            return model(**enc).logits.view(-1).tolist()
+
+    return scores
 
 
 def _mrr(folder, chunks) -> float:
     """MRR of each training question's section among every chunk, scored by the model in ``folder``."""
-    rr = []
+    score, rr = _scorer(folder), []
     for _, q, (anchor,) in QUESTIONS:
-        s = _scores(folder, [(q, c.embed_text) for c in chunks])
+        s = score([(q, c.embed_text) for c in chunks])
         mine = s[[c.anchor for c in chunks].index(anchor)]
         rr.append(1 / (1 + sum(x > mine for x in s)))
     return sum(rr) / len(rr)
@@ -144,7 +161,7 @@ def test_saved_folder_reloads_and_ranks(trained, data, tiny_base):
     assert _mrr(out, chunks) > _mrr(tiny_base, chunks) + 0.2
 
     q = QUESTIONS[3][1]
-    logits = _scores(out, [(q, c.embed_text) for c in chunks])
+    logits = _scorer(out)([(q, c.embed_text) for c in chunks])
     reranked = CrossEncoderReranker(str(out), max_length=48).rerank(q, Ranking(q, tuple(Hit(c, 0.0) for c in chunks)))
     # the sentence-transformers path loads the folder: its scores are the model's logits through a sigmoid
     by_id = {h.chunk.id: h.score for h in reranked.hits}

@@ -40,7 +40,8 @@ MANIFEST = "ragtune-train.json"
 class TrainOptions(Config):
     """How to train. ``base``: ``minilm`` (offline, bundled), a local model folder or a Hugging Face id.
     ``batch_queries`` groups (each ``1 + negatives + random_negatives`` pairs) make one optimiser step.
-    ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept); with ``max_minutes``
+    ``threads``: torch threads while training (0: torch's default, one per core; 1 is faster on a machine
+    other processes keep busy). ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept); with ``max_minutes``
     the learning rate decays to zero by the time limit or the last step, whichever comes first."""
 
     base: str = DEFAULT_BASE
@@ -59,6 +60,7 @@ class TrainOptions(Config):
     bf16: bool = True
     max_steps: int | None = None
     max_minutes: float | None = None
+    threads: int = 0
 
     def __post_init__(self) -> None:
         n = "TrainOptions"
@@ -81,6 +83,7 @@ class TrainOptions(Config):
             check_range(n, "max_steps", self.max_steps, lo=1, integer=True)
         if self.max_minutes is not None:
             check_range(n, "max_minutes", self.max_minutes, lo=0, lo_open=True)
+        check_range(n, "threads", self.threads, lo=0, integer=True)
         from ..registry import RETRIEVERS
 
         RETRIEVERS.get(self.retriever)
@@ -230,6 +233,20 @@ def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], option
     out = Path(out_dir)
     t_start = time.perf_counter()
     _seed(options.seed)
+    threads_before = torch.get_num_threads()
+    if options.threads:
+        torch.set_num_threads(options.threads)
+    try:
+        return _train(groups, train, val, out, options, base, data, show_progress, t_start)
+    finally:
+        torch.set_num_threads(threads_before)
+
+
+def _train(groups, train, val, out, options, base, data, show_progress, t_start) -> TrainResult:
+    import torch
+    import transformers
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
     verbosity = transformers.logging.get_verbosity()
     transformers.logging.set_verbosity_error()  # "some weights newly initialised": the head, as intended
     try:
