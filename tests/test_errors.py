@@ -20,6 +20,7 @@ BUILTIN = {
     "SweepStateError": ValueError,
     "StoreError": ValueError,
     "APIError": ConnectionError,
+    "EngineError": RuntimeError,
     "TelemetryError": OSError,
     "TelemetryBusyError": OSError,
 }

@@ -17,6 +17,7 @@ from .chunking import DocumentChunker, DocumentChunkerConfig, SectionChunker, Se
 from .corpus import Corpus, load_corpus
 from .errors import (
     APIError,
+    EngineError,
     ConfigError,
     CorpusError,
     CorpusNotFoundError,
@@ -41,6 +42,7 @@ from .types import Chunk, Document, Hit, Ranking, Section
 __all__ = [
     "__version__",
     "APIError",
+    "EngineError",
     "BM25Config",
     "BM25Retriever",
     "Chunk",

@@ -15,6 +15,7 @@ naturally catch::
      +-- SweepStateError        (ValueError)         a sweep folder holds another corpus's or golden set's results
      +-- StoreError             (ValueError)         an index store or version is missing, damaged or incompatible
      +-- APIError               (ConnectionError)    a remote API failed after retries or answered nonsense
+     +-- EngineError            (RuntimeError)       an outside search engine (Milvus) refused or failed an operation
      +-- TelemetryError         (OSError)            the telemetry log cannot be opened or written
           +-- TelemetryBusyError                     another connection holds the log's lock too long
 
@@ -35,6 +36,7 @@ __all__ = [
     "SweepStateError",
     "StoreError",
     "APIError",
+    "EngineError",
     "TelemetryError",
     "TelemetryBusyError",
 ]
@@ -85,6 +87,11 @@ class StoreError(RagtuneError, ValueError):
 
 class APIError(RagtuneError, ConnectionError):
     """A remote API failed after retries, or answered something unusable."""
+
+
+class EngineError(RagtuneError, RuntimeError):
+    """An outside search engine (Milvus) refused or failed an operation; the message names the operation, the
+    collection and what to check."""
 
 
 class TelemetryError(RagtuneError, OSError):

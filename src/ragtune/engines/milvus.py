@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..config import Config, check_choice, check_range
-from ..errors import ConfigError, MissingDependencyError, RagtuneError
+from ..errors import ConfigError, EngineError, MissingDependencyError, RagtuneError
 from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
 
@@ -59,8 +59,7 @@ BATCH_BYTES = 64 << 20  # far below the 256 MiB gRPC message cap
 STEMMERS = ("english", "porter", None)
 
 
-class MilvusError(RagtuneError, RuntimeError):
-    """Milvus refused or failed an operation (the message names it and the collection)."""
+MilvusError = EngineError  # Milvus refused or failed an operation (the message names it and the collection)
 
 
 def _pymilvus():
