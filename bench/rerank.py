@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--onnx-dir", help="where the ONNX export goes (default <model>/onnx; reused when present)")
     ap.add_argument("--max-length", type=int, default=256)
     ap.add_argument("--threads", type=int, default=2)
-    ap.add_argument("--latency-queries", type=int, default=50)
+    ap.add_argument("--latency-queries", type=int, default=30)
     ap.add_argument("--limit", type=int, default=0, help="evaluate only the first N questions (0: all)")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args(argv)
@@ -58,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     from ragtune.evaluate.evaluate import evaluate_rankings
     from ragtune.golden import GoldenSet
     from ragtune.pipeline import PipelineConfig, Resources, build_pipeline
+    from ragtune.progress import progress_iter
     from ragtune.retrieve.rerank import CrossEncoderReranker, fuse_with_first_stage
     from ragtune.types import Ranking
 
@@ -100,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         reranker.warm_up()
         t0 = time.perf_counter()
         scored = {qid: reranker.rerank(r.query, Ranking(r.query, r.hits[: max(ns)], r.timings))
-                  for qid, r in first.items()}
+                  for qid, r in progress_iter(list(first.items()), f"scoring with {backend}")}
         score_s = time.perf_counter() - t0
         score_of = {qid: {h.chunk.id: h.score for h in r.hits} for qid, r in scored.items()}
         items = list(golden)[: args.latency_queries]
