@@ -10,6 +10,7 @@ import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.embed import CachedEmbedder, EmbeddingCache, get_embedder
+from ragtune.errors import ConfigError
 from ragtune.pipeline import PipelineConfig, run_eval
 from ragtune.store import IndexStore, build_version, load_pipeline, refresh_version
 from ragtune.sweep import parse_grid, sweep
@@ -116,3 +117,10 @@ def test_sweep_on_ray_matches_a_local_sweep_and_resumes(local_ray, tmp_path, mon
     assert EmbeddingCache(tmp_path / "cache-ray" / "embeddings.sqlite").count() > 0
     records2 = run_sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, ray=RayOptions())
     assert records2 == records  # nothing recomputed
+
+
+def test_a_worker_with_another_ragtune_release_refuses_the_task(local_ray):
+    from ragtune.scale.ray import _embed_batch, _get, _remote
+
+    with pytest.raises(ConfigError, match="same ragtune release on every node"):
+        _get(local_ray, _remote(local_ray, _embed_batch).remote("minilm", ["a text"], "0.0.0-other"))

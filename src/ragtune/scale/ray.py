@@ -147,18 +147,20 @@ def _get(ray, refs):
 
 
 def _check_worker(version: str, cache_dir: str | None = None) -> None:
-    """On a worker: the driver's ragtune release, and its cache folder (created here when absent)."""
+    """On a worker: the driver's ragtune release, and its cache folder (created here when absent; a node that
+    cannot create it caches in its temporary folder: every cache is keyed by content, so results are the same)."""
     from .. import __version__
 
     if version != __version__:
         raise ConfigError(f"a Ray worker runs ragtune {__version__} but the driver runs {version}: install the "
                           "same ragtune release on every node of the cluster")
-    if cache_dir is not None and os.environ.get("RAGTUNE_CACHE_DIR") != cache_dir:
+    if cache_dir is not None:
         try:
             Path(cache_dir).mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise ConfigError(f"a Ray worker cannot create the cache folder {cache_dir} ({e.strerror}); set "
-                              "RayOptions.cache_dir to a folder every node can write") from None
+        except OSError:  # the driver's path does not exist and cannot be made on this node: cache node-locally
+            import tempfile
+
+            cache_dir = str(Path(tempfile.gettempdir()) / "ragtune-cache")
         os.environ["RAGTUNE_CACHE_DIR"] = cache_dir
 
 
