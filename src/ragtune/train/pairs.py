@@ -98,13 +98,15 @@ def golden_pairs(golden: GoldenSet, corpus: Corpus) -> list[Pair]:
 
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.M)
+# markup lines that are no prose: admonition fences (``/// warning``, ``///``) and include lines (``{* file *}``)
+_MARKUP = re.compile(r"^\s*(?:///.*|\{\*.*\*\})\s*$", re.M)
 _ID = re.compile(r"\s*\{\s*#[^}]*\}\s*$")
 _SENTENCE = re.compile(r"(.+?[.!?])(\s+|$)", re.S)
 
 
 def _body(text: str) -> str:
-    """Text without markdown heading lines, whitespace collapsed."""
-    return " ".join(_HEADING.sub(" ", text).split())
+    """Text without markdown heading lines and markup-only lines, whitespace collapsed."""
+    return " ".join(_MARKUP.sub(" ", _HEADING.sub(" ", text)).split())
 
 
 def _clean_title(t: str) -> str:
@@ -116,8 +118,9 @@ def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[
 
     For each section with at least ``min_chars`` characters of its own text (headings removed):
     its heading path (``Tutorial > Security > OAuth2 scopes``) asks for that text; and when the text has
-    more than one sentence, its first sentence asks for the rest. Code fences are kept (they are what
-    the documentation holds). Deterministic for a corpus; ``seed`` is unused here and kept for symmetry.
+    more than one sentence, its first sentence (six words or more) asks for the rest. Admonition fences
+    (``/// note``) and include lines (``{* file *}``) are dropped; code fences are kept (they are what the
+    documentation holds). Deterministic for a corpus; ``seed`` is unused here and kept for symmetry.
     """
     del seed
     pairs: list[Pair] = []
@@ -132,7 +135,7 @@ def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[
             m = _SENTENCE.match(own)
             if m:
                 first, rest = m.group(1).strip(), own[m.end():].strip()
-                if len(first) >= 20 and len(rest) >= min_chars // 2:
+                if len(first.split()) >= 6 and not first.endswith(":") and len(rest) >= min_chars // 2:
                     pairs.append(Pair(f"{s.anchor}::sentence", first, (s.anchor,), rest))
     if not pairs:
         raise ConfigError("pairs='pseudo' found no section with enough text to make pairs; it needs a corpus with "
