@@ -20,7 +20,11 @@ Python 3.10 or newer is needed. The package installs from PyPI with pip and pull
 
 ## Virtual environments
 
-Create a virtual environment first. Activate it before installing so the package lands in the project only.
+/// tip
+Create a virtual environment for each project. Activate it before installing so the package lands in the project only.
+///
+
+{* ../examples/venv.py *}
 
 ## Tiny
 
@@ -55,6 +59,9 @@ def test_pseudo_pairs_ask_for_sections_by_heading_and_first_sentence(corpus):
     assert sentence.positive == "Load balancers should poll it every ten seconds."
     assert sentence.query not in sentence.positive
     assert not any(q.startswith("install.md#tiny") for q in pairs)  # too little text to ask for
+    venv = pairs["install.md#virtual-environments::sentence"]  # admonition fences and include lines dropped
+    assert venv.query == "Create a virtual environment for each project."
+    assert venv.positive == "Activate it before installing so the package lands in the project only."
     assert not any(p.positive is None for p in pairs.values())
 
 
