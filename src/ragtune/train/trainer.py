@@ -20,12 +20,13 @@ import random
 import time
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from ..config import Config, check_choice, check_range
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, MissingDependencyError
 from ..golden import GoldenSet
+from ..options import Opt
 from ..progress import format_duration, note, progress_iter
 from .pairs import Group, check_overlap, golden_pairs, mine_groups, pseudo_pairs
 
@@ -44,23 +45,27 @@ class TrainOptions(Config):
     other processes keep busy). ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept); with ``max_minutes``
     the learning rate decays to zero by the time limit or the last step, whichever comes first."""
 
-    base: str = DEFAULT_BASE
-    pairs: str = "golden"
-    negatives: int = 7
-    random_negatives: int = 1
-    epochs: int = 2
-    max_length: int = 256
-    lr: float = 3e-5
-    batch_queries: int = 4
-    warmup_share: float = 0.1
-    validation_share: float = 0.1
-    seed: int = 0
-    retriever: str = "hybrid"
-    depth: int = 30
-    bf16: bool = True
-    max_steps: int | None = None
-    max_minutes: float | None = None
-    threads: int = 0
+    base: Annotated[str, Opt("model to start from: minilm (bundled, offline), a local folder or a Hugging Face "
+                             "id")] = DEFAULT_BASE
+    pairs: Annotated[Literal["golden", "pseudo"], Opt("golden: questions of --golden; pseudo: headings and first "
+                                                      "sentences of the corpus (no golden set)")] = "golden"
+    negatives: Annotated[int, Opt("hard negatives per question, mined with the first stage", lo=0)] = 7
+    random_negatives: Annotated[int, Opt("random negatives per question", lo=0)] = 1
+    epochs: Annotated[int, Opt("passes over the training questions", lo=1)] = 2
+    max_length: Annotated[int, Opt("tokens per (question, passage) pair", lo=16, hi=8192)] = 256
+    lr: Annotated[float, Opt("peak learning rate", lo=1e-12, hi=1.0)] = 3e-5
+    batch_queries: Annotated[int, Opt("questions per optimiser step", lo=1)] = 4
+    warmup_share: Annotated[float, Opt("share of the steps warming the learning rate up", lo=0.0, hi=0.9)] = 0.1
+    validation_share: Annotated[float, Opt("share of the training questions held out to pick the best epoch",
+                                           lo=0.0, hi=0.5)] = 0.1
+    seed: Annotated[int, Opt("random seed (negatives, split, initialisation, order)", lo=0)] = 0
+    retriever: Annotated[str, Opt("first stage that mines hard negatives")] = "hybrid"
+    depth: Annotated[int, Opt("first-stage depth the hard negatives come from", lo=1)] = 30
+    bf16: Annotated[bool, Opt("bfloat16 autocast on CPU (about 6x faster than fp32 here)")] = True
+    max_steps: Annotated[int | None, Opt("stop after this many steps (the best checkpoint is kept)", lo=1)] = None
+    max_minutes: Annotated[float | None, Opt("stop after this many minutes; the learning rate decays to zero by "
+                                             "then", lo=1e-6, hi=1e6)] = None
+    threads: Annotated[int, Opt("CPU threads torch trains with (0: its default)", lo=0)] = 0
 
     def __post_init__(self) -> None:
         n = "TrainOptions"
