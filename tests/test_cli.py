@@ -117,7 +117,7 @@ def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
     assert "rrf_k does not apply to retriever bm25 (it applies to retrievers hybrid" in capsys.readouterr().err
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "hybird"]) == 2
     err = capsys.readouterr().err  # (plugins installed here may extend the list)
-    assert "unknown retriever 'hybird'; choose one of: bm25, dense, hybrid" in err and "(did you mean 'hybrid'?)" in err
+    assert "unknown retriever 'hybird'; choose one of: bm25, dense, hybrid," in err and "(did you mean 'hybrid'?)" in err
     for bad in (["--retriever", "hybrid", "--rrf-k", "-5"], ["--retriever", "hybrid", "--weights", "1"]):
         assert main(["eval", "--corpus", str(md_corpus), "--golden", g, *bad]) == 2
         assert "HybridConfig" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import os
 import types
 import typing
 from collections.abc import Callable, Iterable
@@ -19,11 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from .config import parse_list, parse_number
+from .engines import ENGINES
 from .errors import ConfigError
 
 __all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
-           "load_pipeline"]
+           "load_pipeline", "add_ray_flags", "ray_options"]
 
 
 @dataclass(frozen=True)
@@ -188,6 +190,10 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")
     r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
+    r.add_argument("--engine", choices=ENGINES, default=None, help="who runs bm25/dense/hybrid: embedded (default: "
+                   "numpy and bm25s in this process) or milvus (with --milvus-uri FILE.db or URL; docs/scale.md)")
+    r.add_argument("--milvus-token", dest="milvus_token", metavar="TOKEN",
+                   help="a Milvus server's token (or set MILVUS_TOKEN); never written to a manifest")
     add_stage_flags(r, "retriever")
     if rerank:
         r.add_argument("--rerank", default=None, help=f"rerank the shortlist: {RERANKERS.spell()}")
@@ -204,12 +210,32 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
 
     flags = {k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
              and getattr(args, k, None) is not None}
+    if getattr(args, "milvus_token", None):  # the engine reads it from the environment: never part of a config
+        os.environ["MILVUS_TOKEN"] = args.milvus_token
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
     if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
         from .embed import with_prefixes  # the prefixes become part of the embedder's name
 
         flags["embedder"] = with_prefixes(flags.get("embedder") or "minilm", args.query_prefix, args.passage_prefix)
     return flags
+
+
+def add_ray_flags(p: Any) -> None:
+    """--ray [ADDRESS] and --ray-cpus N (docs/ray.md)."""
+    p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="run on Ray: a local instance (no ADDRESS), auto, HOST:PORT or ray://HOST:PORT (docs/ray.md)")
+    p.add_argument("--ray-cpus", type=int_in(1, 100_000), dest="ray_cpus", help="CPUs of a local Ray instance")
+
+
+def ray_options(args: Any) -> Any:
+    """The :class:`ragtune.scale.RayOptions` of --ray/--ray-cpus, or None without --ray."""
+    if getattr(args, "ray", None) is None:
+        if getattr(args, "ray_cpus", None):
+            raise ConfigError("--ray-cpus sizes a local Ray instance; add --ray")
+        return None
+    from .scale import RayOptions
+
+    return RayOptions(address=args.ray, num_cpus=args.ray_cpus)
 
 
 def pipeline_config(args: Any, **extra: Any):

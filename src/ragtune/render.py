@@ -158,6 +158,18 @@ def rerank_warning(first_stage: float, reranked: float, reranker: str, metric: s
             f"{reranked:.3f}; drop --rerank, or try --rerank-mode fuse or another reranker")
 
 
+def render_rerank_usage(usage: Mapping[str, Any]) -> str:
+    """One line on what an LLM reranker spent and how its answers read; a warning when some fell back."""
+    line = (f"reranker {usage.get('model', '?')}: {usage.get('calls', 0):,} calls, {usage.get('input_tokens', 0):,} "
+            f"input and {usage.get('output_tokens', 0):,} output tokens, ${usage.get('cost') or 0.0:.4f}; "
+            f"{usage.get('malformed', 0)} malformed, {usage.get('repaired', 0)} repaired, "
+            f"{usage.get('fallbacks', 0)} fallbacks")
+    if usage.get("fallbacks"):
+        line += ("\nwarning: some windows kept their first-stage order (unreadable answers); the quality above "
+                 "understates the reranker")
+    return line
+
+
 def render_candidates(rows: Sequence[Mapping[str, Any]], reranker: str, budget_ms: float = 300.0) -> str:
     """The candidates table (quality, rerank stage p50/p95, gain per 100 ms), a warning when no size beats the
     first stage, and the verdict for ``budget_ms``."""

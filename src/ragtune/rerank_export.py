@@ -136,8 +136,10 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
     tokenizer.backend_tokenizer.save(str(out / TOKENIZER))
     files["tokenizer"] = TOKENIZER
     num_labels = int(getattr(model.config, "num_labels", 1))
-    manifest = {"format": 1, "kind": "cross-encoder", "source": str(source), "max_length": opts.max_length,
-                "num_labels": num_labels, "inputs": names, "files": files}
+    positions = getattr(model.config, "max_position_embeddings", None)  # the longest input the model can read
+    manifest = {"format": 1, "kind": "cross-encoder", "source": str(source),
+                "max_length": min(opts.max_length, positions) if positions else opts.max_length,
+                "max_positions": positions, "num_labels": num_labels, "inputs": names, "files": files}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     files["manifest"] = MANIFEST
     return ExportResult(out, files, num_labels, time.perf_counter() - t0)

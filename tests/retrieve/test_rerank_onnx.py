@@ -209,3 +209,17 @@ def test_export_refuses_a_folder_that_is_not_a_model_and_an_existing_export(expo
         export_cross_encoder(out, out)
     with pytest.raises(ConfigError, match=r"max_length must be an integer >= 1, got 0"):
         ExportOptions(max_length=0)
+
+
+def test_inputs_never_exceed_the_models_positions(exported):
+    """The tiny model has 128 position embeddings: a reranker asked for 256 tokens reads at most 128 (the export
+    records the limit), where feeding 256 would make onnxruntime fail."""
+    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+
+    src, out, _ = exported
+    assert json.loads((out / "ragtune.json").read_text())["max_positions"] == 128
+    long_text = " ".join(WORDS * 40)  # far more than 128 tokens
+    enc = OnnxCrossEncoder(out, precision="fp32", max_length=256, threads=1)
+    scores = enc.score("the cat sat", [long_text, "the cat"])
+    assert enc.max_length == 128 and np.isfinite(scores).all()
+    assert scores[0] == pytest.approx(torch_logits(src, [("the cat sat", long_text)], max_length=128)[0], abs=1e-4)

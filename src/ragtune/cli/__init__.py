@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .. import __version__
 from ..errors import RagtuneError
-from . import corpus, eval, export, index, search, serve, sweep
+from . import corpus, eval, export, index, reranker, search, serve, sweep
 from ._common import Parser
 
 __all__ = ["build_parser", "main"]
@@ -19,7 +19,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (eval, corpus, search, serve, index, sweep, export):
+    for module in (eval, corpus, search, serve, index, sweep, export, reranker):
         module.add(sub)
     return parser
 

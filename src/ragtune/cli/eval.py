@@ -11,9 +11,10 @@ from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
 from ..golden import load_golden
 from ..options import add_flags, kwargs
-from ..pipeline import compare_candidates, run_eval
-from ..render import render_answer_metrics, render_calibration, render_candidates, render_eval
-from ._common import K, add_pipeline_flags, command, emit, filters, int_in, int_list, load_pipeline
+from ..pipeline import compare_candidates, first_stage_check, run_eval
+from ..render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
+                      render_rerank_usage)
+from ._common import K, add_pipeline_flags, command, emit, filters, float_in, int_in, int_list, load_pipeline
 
 def cmd_eval(args) -> int:
     check_gate(args.baseline, args.update_baseline)
@@ -21,18 +22,30 @@ def cmd_eval(args) -> int:
         return cmd_eval_external(args)
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
     pipeline = load_pipeline(args)
+    if args.dry_run and args.rerank == "llm":  # what the LLM reranker would cost; nothing is sent
+        from ..retrieve.llm_rerank import estimate_llm_rerank
+
+        est = estimate_llm_rerank(pipeline, golden, filters=flt)
+        return emit(args, est.to_dict(), est.summary())
     answers = answer_golden(pipeline.retriever, golden, pipeline.corpus, filters=flt, show_progress=True,
                             **kwargs(answer_golden, args)) if args.answers or args.dry_run else None
     if answers and "estimate" in answers:
         return emit(args, answers["estimate"], render_estimate(answers["estimate"], args.price_in or 0.0,
-                                                               args.price_out or 0.0)) or 0
+                                                               args.price_out or 0.0))
     options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True, k_unit=args.k_unit)
     result = run_eval(pipeline, golden, **options)
     table = compare_candidates(pipeline, golden, args.candidates, **options) \
         if args.rerank and args.candidates and len(args.candidates) > 1 else None
-    data = {**result.to_dict(), **({"candidates_table": table} if table else {}), **({"answers": answers} if answers else {})}
+    usage = getattr(pipeline.reranker, "usage", None)
+    warning = None if table else first_stage_check(pipeline, result, golden, **{**options, "show_progress": False})
+    data = {**result.to_dict(), **({"answers": answers} if answers else {})}
+    if table:
+        data.update(candidates_table=table, candidates_verdict=candidate_verdict(table, args.budget_ms))
+    data.update({k: v for k, v in (("rerank_warning", warning), ("rerank_usage", usage)) if v})
     text = render_eval(result, failures=args.failures) + (render_answer_metrics(answers) if answers else "")
-    return _emit_gated(args, _finite(data), text + ("\n" + render_candidates(table, args.rerank) if table else ""))
+    extra = [render_candidates(table, args.rerank, args.budget_ms) if table else warning,
+             render_rerank_usage(usage) if usage else None]
+    return _emit_gated(args, _finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
 
 
 def _emit_gated(args, data, text) -> int:
@@ -81,6 +94,8 @@ def add(sub) -> None:
     p.add_argument("--k-unit", choices=("chunk", "doc"), default=None, dest="k_unit",
                    help="what top-k counts: chunk, or doc (distinct documents, as BEIR figures); default: doc for "
                         "document-level golden sets (every anchor a bare document id), chunk otherwise")
+    p.add_argument("--budget-ms", type=float_in(1.0, 1e7), default=300.0, dest="budget_ms",
+                   help="with several --candidates: the rerank p95 the verdict may spend (default 300)")
     p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
     a = p.add_argument_group("answers")
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")

@@ -9,6 +9,7 @@ from ..corpus import load_corpus
 from ..golden import load_golden
 from ..pipeline import PipelineConfig
 from ..render import render_built, render_diff, render_version_line
+from ..options import add_ray_flags, ray_options
 from ._common import add_pipeline_flags, command, emit, finite_float, int_in, pipeline_flags
 
 
@@ -23,7 +24,8 @@ def cmd_build(args) -> int:
 
     config = PipelineConfig.from_flags({**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)})
     store = _store(args)
-    v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True)
+    v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True,
+                      ray=ray_options(args))
     return emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
 
 
@@ -32,7 +34,7 @@ def cmd_refresh(args) -> int:
 
     store = _store(args)
     v, st = refresh_version(store, load_corpus(args.corpus), promote=not args.no_promote, show_progress=True,
-                            allow_mass_removal=args.allow_mass_removal)
+                            allow_mass_removal=args.allow_mass_removal, ray=ray_options(args))
     return emit(args, {"id": v.id, "current": store.current_id(), **st}, render_built(v, store.current_id(), st))
 
 
@@ -85,11 +87,13 @@ def add(sub) -> None:
     p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
     add_pipeline_flags(p, rerank=False, store=False)
     p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
+    add_ray_flags(p)
     p = cmd("refresh", cmd_refresh, "new version re-chunking and re-embedding only changed documents", "the version",
             "corpus")
     p.add_argument("--no-promote", action="store_true", dest="no_promote")
     p.add_argument("--allow-mass-removal", action="store_true", dest="allow_mass_removal",
                    help="allow a refresh that removes more than half of the documents")
+    add_ray_flags(p)
     cmd("list", cmd_list, "list versions (* = current)", "the versions")
     cmd("rollback", None, "back to the previous promoted version")
     cmd("show", cmd_show, "a version's manifest").add_argument("version", nargs="?")

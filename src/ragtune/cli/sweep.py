@@ -8,7 +8,7 @@ import sys
 from ..corpus import load_corpus
 from ..evaluate.compare import compare
 from ..golden import load_golden
-from ..options import add_flags, kwargs
+from ..options import add_flags, add_ray_flags, kwargs, ray_options
 from ..sweep import load_grid, sweep
 from ..render import render_plan
 from ._common import command, int_in
@@ -23,7 +23,7 @@ def cmd_sweep(args) -> int:
         print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
               if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))
         return 0
-    result = sweep(corpus, golden, grid, args.out, show_progress=True)
+    result = sweep(corpus, golden, grid, args.out, show_progress=True, ray=ray_options(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
     return 0
@@ -48,6 +48,7 @@ def add(sub) -> None:
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")
+    add_ray_flags(p)
 
     p = command(sub, "compare", cmd_compare, "compare systems with a baseline question by question (paired tests)",
                 inputs="golden? split corpus?")

@@ -104,6 +104,9 @@ class OnnxCrossEncoder:
         except Exception as e:
             raise ConfigError(f"{self.folder / TOKENIZER}: not a tokenizers file ({e})") from None
         tok.no_padding()
+        limit = self.manifest.get("max_positions")  # never feed the model more positions than it has
+        if isinstance(limit, int) and 0 < limit < self.max_length:
+            self.max_length = limit
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
@@ -141,6 +144,12 @@ class OnnxCrossEncoder:
             feeds = {"input_ids": ids, "attention_mask": mask}
             if "token_type_ids" in self._inputs:
                 feeds["token_type_ids"] = types
-            logits = np.asarray(self._session.run(None, feeds)[0], dtype=np.float64).reshape(len(idx), -1)
+            try:
+                raw = self._session.run(None, feeds)[0]
+            except Exception as e:  # e.g. inputs longer than the model's position embeddings
+                raise ConfigError(f"{self.model_path}: onnxruntime failed on a batch of {len(idx)} pairs of up to "
+                                  f"{width} tokens ({str(e).splitlines()[0][:200]}); if the model reads fewer "
+                                  "tokens, lower --rerank-max-length") from None
+            logits = np.asarray(raw, dtype=np.float64).reshape(len(idx), -1)
             out[idx] = logits[:, -1]
         return out
