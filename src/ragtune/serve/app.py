@@ -13,7 +13,18 @@ only.
 Answers never wait on the telemetry log: rows go through a bounded queue to
 one writer thread (:class:`~ragtune.serve.telemetry.TelemetryWriter`), and
 ``/health`` runs on the event loop, needing no worker thread.
+
+Several worker processes (``run_server(workers=N)``) each build their app with
+:func:`app_from_env` from settings the parent puts in the environment. Each
+worker's holder reads ``CURRENT`` itself, so a promote reaches every worker.
+A version in Milvus is served by searching its collection, with no chunk or
+vector kept in the worker (:func:`serving_loader`); a plain version is loaded
+by every worker into its own memory. All workers append to one telemetry file
+(SQLite with a busy timeout, one transaction per batch). ``/health`` and the
+``X-Ragtune-Worker`` header of /search and /answer give the worker's pid.
 """
+
+import json
 
 
 import hmac
@@ -24,9 +35,13 @@ import threading
 import time
 from typing import Any
 
-from ..errors import ConfigError, MissingDependencyError, RagtuneError
+from ..errors import ConfigError, MissingDependencyError, RagtuneError, StoreError
 
-__all__ = ["create_app", "PipelineHolder", "check_bind", "check_port", "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K"]
+__all__ = ["create_app", "app_from_env", "serving_loader", "PipelineHolder", "check_bind", "check_port",
+           "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K", "SETTINGS_ENV", "KEY_ENV"]
+
+SETTINGS_ENV = "RAGTUNE_SERVE_SETTINGS"  # JSON: what each worker process passes to create_app
+KEY_ENV = "RAGTUNE_SERVE_WORKER_KEY"  # the API key, for the workers only: never in argv or in the settings
 
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
@@ -72,6 +87,47 @@ def warm_up(pipeline):
     return pipeline
 
 
+def _milvus_pipeline(store, vid: str):
+    """A pipeline for version ``vid`` of a Milvus store that keeps no copy of the index: hits are rebuilt from the
+    chunk records Milvus returns (parents, for small-to-big, are the only chunks read from the store)."""
+    from ..corpus.corpus import Corpus
+    from ..engines.milvus import MilvusRetriever, connect
+    from ..pipeline import Pipeline, PipelineConfig, Resources
+    from ..registry import RERANKERS
+
+    v = store.get(vid)
+    engine = v.manifest["engine"]
+    config = PipelineConfig.from_dict(v.manifest["config"])
+    emb = None
+    if config.uses_vectors:
+        emb = Resources(config.embedder).embedder()
+        recorded = v.manifest.get("embedding") or {}
+        if recorded.get("key") and recorded["key"] != emb.cache_key:
+            raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
+                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                             "match the index. Rebuild or migrate the store.")
+    base = MilvusRetriever(connect(engine["uri"]), engine["collection"], config.retriever_config(), embedder=emb,
+                           uri=engine["uri"])
+    parents = store.chunks(v.id)[1] if v.manifest.get("parents") else []
+    reranker = RERANKERS.build(config.rerank, options=config.reranker_config()) if config.rerank else None
+    return Pipeline(Corpus([], kind=v.manifest["corpus"]["kind"], root=f"{store.root}@{v.id}"), None, base, (),
+                    tuple(parents), reranker, config.candidates, v.id, config)
+
+
+def serving_loader(store):
+    """How a server loads (and warms) a version of ``store``: from Milvus with no local copy when the version
+    lives in Milvus, else the whole index into this process's memory."""
+    from ..store import load_pipeline
+
+    def load(vid: str):
+        v = store.get(vid)
+        if (v.manifest.get("engine") or {}).get("name") == "milvus":
+            return warm_up(_milvus_pipeline(store, vid))
+        return warm_up(load_pipeline(store, vid))
+
+    return load
+
+
 class PipelineHolder:
     """The loaded pipeline of the store's current version, swapped when CURRENT changes.
 
@@ -82,10 +138,8 @@ class PipelineHolder:
     """
 
     def __init__(self, store, *, loader=None, retry_base: float = 2.0, retry_max: float = 300.0):
-        from ..store import load_pipeline
-
         self.store = store
-        self._load = loader or (lambda vid: warm_up(load_pipeline(store, vid)))
+        self._load = loader or serving_loader(store)
         self.retry_base, self.retry_max = retry_base, retry_max
         self._lock = threading.Lock()
         self._loading: str | None = None
@@ -260,7 +314,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     try:
         from contextlib import asynccontextmanager
 
-        from fastapi import Depends, FastAPI, HTTPException, Request
+        from fastapi import Depends, FastAPI, HTTPException, Request, Response
         from fastapi.exceptions import RequestValidationError
         from fastapi.responses import JSONResponse
         from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -356,7 +410,8 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             problems.append("telemetry: rows are failing or waiting to be written; answers are still served")
         elif not stats["enabled"] and log_path is not None:
             problems.append("telemetry: the log could not be opened; answers are served but not logged")
-        return {"status": "degraded" if problems else "ok", "version": holder.version, "problems": problems,
+        return {"status": "degraded" if problems else "ok", "version": holder.version, "pid": os.getpid(),
+                "problems": problems,
                 "telemetry": {k: stats[k] for k in ("enabled", "written", "failed", "dropped", "queued")}}
 
     @app.get("/versions", dependencies=[Depends(check_key)])
@@ -368,7 +423,8 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                               "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]}
 
     @app.post("/search", dependencies=[Depends(check_key)])
-    def search(req: SearchRequest) -> dict[str, Any]:
+    def search(req: SearchRequest, response: Response) -> dict[str, Any]:
+        response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
         ranking = run(lambda: pipeline.retriever.search(req.query, k=req.k, filters=req.filters))
         return {"version": version, "query": req.query, "timings_ms": {k: v * 1000 for k, v in ranking.timings.items()},
@@ -377,7 +433,8 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                           "snippet": h.chunk.text[:400]} for i, h in enumerate(ranking.hits, start=1)]}
 
     @app.post("/answer", dependencies=[Depends(check_key)])
-    def answer(req: AnswerRequest) -> dict[str, Any]:
+    def answer(req: AnswerRequest, response: Response) -> dict[str, Any]:
+        response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
         t0 = time.perf_counter()
         ans, ranking = run(lambda: answer_question(pipeline.retriever, req.query, gen, k=req.k, gate=gate_,
@@ -389,3 +446,19 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         return {"version": version, **ans.to_dict()}
 
     return app
+
+
+def app_from_env():
+    """The app of one worker process: ``create_app`` with the settings in ``RAGTUNE_SERVE_SETTINGS`` (JSON, set by
+    :func:`~ragtune.serve.run.run_server`) and the API key in ``RAGTUNE_SERVE_WORKER_KEY``. Uvicorn calls it in
+    each worker (``ragtune.serve.app:app_from_env``, ``factory=True``)."""
+    raw = os.environ.get(SETTINGS_ENV)
+    if not raw:
+        raise ConfigError(f"{SETTINGS_ENV} is not set: start workers with `ragtune serve --workers N` "
+                          "(ragtune.serve.run.run_server), which sets it")
+    try:
+        settings = json.loads(raw)
+        store = settings.pop("store")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise ConfigError(f"{SETTINGS_ENV} is not the JSON object run_server writes (with a 'store' key)") from None
+    return create_app(store, api_key=os.environ.get(KEY_ENV) or None, **settings)

@@ -24,9 +24,16 @@ def run_server(
     gate: Annotated[float | None, Opt("answer not_found below this top retrieval score (see calibrate)",
                                       lo=-1e12, hi=1e12)] = None,
     docs: Annotated[bool, Opt("serve the OpenAPI page at /docs (its assets load from a CDN)")] = False,
+    workers: Annotated[int, Opt("server processes sharing the port (each loads the current version; a Milvus "
+                                "version is searched in Milvus, with no copy per process)", lo=1, hi=256)] = 1,
 ) -> None:
-    """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted."""
-    from .app import check_bind, check_port, create_app
+    """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted.
+
+    With ``workers`` > 1, uvicorn runs that many processes accepting on one socket; each builds its app with
+    :func:`ragtune.serve.app.app_from_env` from settings passed in the environment (the API key in a variable of
+    its own, never on a command line) and appends to the same telemetry log.
+    """
+    from .app import KEY_ENV, SETTINGS_ENV, check_bind, check_port, create_app
 
     try:
         import uvicorn
@@ -34,13 +41,35 @@ def run_server(
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
     warning = check_bind(host, api_key, insecure_no_key)
     check_port(port)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
+        raise ConfigError(f"--workers {workers!r}: give a whole number of processes from 1 to 256, e.g. --workers 4")
     if warning:
         print(warning, file=sys.stderr)
-    app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs)
-    print(f"serving {store} (version {app.state.holder.version}) on http://{host}:{port}"
-          + ("  docs: /docs" if docs else "") + (f"; telemetry: {log_path}" if log_path else "; telemetry off")
-          + ("; API key required" if api_key else ""), file=sys.stderr)
-    uvicorn.run(app, host=host, port=port, log_level="warning", workers=1)
+    tail = (("  docs: /docs" if docs else "") + (f"; telemetry: {log_path}" if log_path else "; telemetry off")
+            + ("; API key required" if api_key else ""))
+    if workers == 1:
+        app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs)
+        print(f"serving {store} (version {app.state.holder.version}) on http://{host}:{port}{tail}", file=sys.stderr)
+        uvicorn.run(app, host=host, port=port, log_level="warning", workers=1)
+        return
+    from ..answer import make_generator
+    from ..store import IndexStore
+
+    current = IndexStore(store).current_id()  # fail here, once, rather than in every worker
+    if current is None:
+        raise ConfigError(f"{store} has no current version; build or promote one first")
+    make_generator(generator)
+    os.environ[SETTINGS_ENV] = json.dumps({"store": os.path.abspath(store), "generator": generator, "gate": gate,
+                                           "docs": docs, "log_path": os.path.abspath(log_path) if log_path else None})
+    if api_key:
+        os.environ[KEY_ENV] = api_key
+    else:
+        os.environ.pop(KEY_ENV, None)
+    print(f"serving {store} (version {current}) on http://{host}:{port} with {workers} worker processes{tail}",
+          file=sys.stderr)
+    # a worker loading a model may not answer uvicorn's health ping for a while: give it a minute, not 5 s
+    uvicorn.run("ragtune.serve.app:app_from_env", factory=True, host=host, port=port, log_level="warning",
+                workers=workers, timeout_worker_healthcheck=60)
 
 
 def open_log(path: str):
