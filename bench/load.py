@@ -3,6 +3,7 @@
     python bench/load.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --clients 32 --seconds 20
     python bench/load.py --corpus ... --clients 32 --seconds 40 --lock-log 30   # fault: the log locked 30 s
     python bench/load.py --corpus ... --clients 32 --seconds 20 --engine milvus   # the index in Milvus Lite
+    python bench/load.py --corpus ... --clients 32 --seconds 20 --workers 2   # two server processes
 
 With ``--engine milvus`` the store's version lives in a ``milvus-lite server`` started on loopback for the run
 (one Lite file serves several processes only through its server): the builder and the server reach it by URI.
@@ -57,6 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock-log", type=float, default=0, dest="lock_log", metavar="SECONDS",
                     help="hold an exclusive lock on the telemetry log this long, from 2 s into the run")
     ap.add_argument("--engine", default="embedded", choices=["embedded", "milvus"])
+    ap.add_argument("--workers", type=int, default=1, help="server processes (ragtune serve --workers)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -118,8 +120,8 @@ def serve(args, questions, work: Path, store) -> int:
     env.pop("RAGTUNE_API_KEY", None)
     log_path = store.root / "telemetry.sqlite"
     server_err = open(work / "server.err", "w+")
-    server = subprocess.Popen([sys.executable, "-m", "ragtune", "serve", "--store", str(store.root), "--port", str(port)],
-                              env=env, stderr=server_err, text=True)
+    server = subprocess.Popen([sys.executable, "-m", "ragtune", "serve", "--store", str(store.root), "--port", str(port),
+                               "--workers", str(args.workers)], env=env, stderr=server_err, text=True)
     try:
         return drive(args, questions, server, server_err, port, log_path)
     finally:
@@ -212,7 +214,14 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     except (urllib.error.URLError, OSError):
         telemetry = None
 
+    try:  # every worker's rows, not just the counters of the worker that answered /versions
+        db = sqlite3.connect(f"file:{log_path}?mode=ro", uri=True, timeout=10)
+        log_rows = db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+        db.close()
+    except sqlite3.Error:
+        log_rows = None
     figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever, "engine": args.engine,
+                     "workers": args.workers, "log_rows": log_rows,
                      "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
     for path, rows in results.items():
         figures[path] = {"requests": len(rows), "errors": errors[path], "per_s": len(rows) / wall,
