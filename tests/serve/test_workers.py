@@ -36,10 +36,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _call(url: str, path: str, body: dict | None = None, timeout: float = 30) -> tuple[int, dict, str | None]:
+def _call(url: str, path: str, body: dict | None = None, timeout: float = 30,
+          key: str | None = None) -> tuple[int, dict, str | None]:
     data = json.dumps(body).encode() if body is not None else None
     req = urllib.request.Request(url + path, data=data, method="POST" if body is not None else "GET",
-                                 headers={"Content-Type": "application/json"})
+                                 headers={"Content-Type": "application/json", **({"X-API-Key": key} if key else {})})
     try:
         with urllib.request.urlopen(req, timeout=timeout) as r:
             return r.status, json.loads(r.read()), r.headers.get("X-Ragtune-Worker")
@@ -100,16 +101,31 @@ def _env(tmp_path: Path) -> dict[str, str]:
     return env
 
 
+def _children(pid: int) -> list[int]:
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
 def test_two_workers_share_the_port_the_log_and_the_current_pointer(tmp_path):
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
     build_version(store, corpus, IndexConfig.from_flags({"chunker": "section", "retriever": "bm25"}))
-    server = Server(store.root, 2, _env(tmp_path))
+    key = "k3y-for-the-workers"
+    server = Server(store.root, 2, {**_env(tmp_path), "RAGTUNE_API_KEY": key})
     try:
-        assert len(server.health_pids(2)) == 2
+        pids = server.health_pids(2)
+        assert len(pids) == 2
+        # the key reached every worker, through the environment: no command line shows it
+        assert _call(server.url, "/search", {"query": "refunds"})[0] == 401
+        if os.path.isdir("/proc"):
+            assert pids <= set(_children(server.proc.pid))
+            for pid in [server.proc.pid, *pids]:
+                assert key.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes()
 
         def ask(i: int) -> tuple[int, str | None, str]:
-            code, body, pid = _call(server.url, "/answer", {"query": QUESTIONS[i % len(QUESTIONS)], "k": 3})
+            code, body, pid = _call(server.url, "/answer", {"query": QUESTIONS[i % len(QUESTIONS)], "k": 3}, key=key)
             return code, pid, body.get("outcome", "")
 
         with ThreadPoolExecutor(8) as pool:
