@@ -130,3 +130,17 @@ def test_table_cells():
     assert lines[6] == ("latency: end to end per question, query embedding included; median of 3 timings of 7 "
                         "questions, then p50/p95 across them (stages in results.json)")
     assert res.table(limit=1).count("(baseline)") == 0
+
+
+def test_results_carry_each_runs_tags_and_latency_and_the_grids_test(tmp_path):
+    recs = [record(BASE, [0.0, 1.0, 0.0, 1.0], [1.0, 1.0, 0.0, 1.0]), record("x", [1.0, 1.0, 1.0, 0.0], [1.0] * 4)]
+    recs[1]["result"].update(by_tag={"keyword": {"recall@1": 0.75}}, latency_ms={"search": {"p50": 3.0}})
+    data = json.loads(summarize(GRID, recs).write(tmp_path).read_text(encoding="utf-8"))
+    x = next(c for c in data["configs"] if c["key"] == "x")
+    assert x["by_tag"] == {"keyword": {"recall@1": 0.75}} and x["latency_ms"] == {"search": {"p50": 3.0}}
+    t_grid = parse_grid({**SWEEP_GRID, "test": "t-test"})
+    recs = [record(t_grid.baseline.key, [0.0, 1.0, 0.0, 1.0], [1.0] * 4), record("x", [1.0, 1.0, 1.0, 0.0], [1.0] * 4)]
+    summarize(t_grid, recs)
+    runs = [Run.from_result(r["result"], name=r["key"]) for r in recs]
+    expected = compare(runs, metrics=("recall@1",), test="t-test", correction="holm", samples=500, seed=0)
+    assert recs[1]["vs_baseline"]["p"] == expected.row("x", "recall@1").p_value
