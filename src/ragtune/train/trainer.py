@@ -42,8 +42,9 @@ class TrainOptions(Config):
     """How to train. ``base``: ``minilm`` (offline, bundled), a local model folder or a Hugging Face id.
     ``batch_queries`` groups (each ``1 + negatives + random_negatives`` pairs) make one optimiser step.
     ``threads``: torch threads while training (0: torch's default, one per core; 1 is faster on a machine
-    other processes keep busy). ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is still kept); with ``max_minutes``
-    the learning rate decays to zero by the time limit or the last step, whichever comes first."""
+    other processes keep busy). ``max_steps`` / ``max_minutes`` stop early (the best checkpoint so far is
+    still kept); with ``max_minutes`` the learning rate decays to zero by the time limit or the last step,
+    whichever comes first."""
 
     base: Annotated[str, Opt("model to start from: minilm (bundled, offline), a local folder or a Hugging Face "
                              "id")] = DEFAULT_BASE
