@@ -8,6 +8,14 @@ import them explicitly instead of importing ``conftest`` or each other.
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +29,41 @@ def shared_dataset(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"shared dataset {name} not available at {path}")
     return path
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on now (on 127.0.0.1)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def milvus_lite_server(data_dir: Path) -> Iterator[str]:
+    """A real ``milvus-lite server`` on a free loopback port, its URI yielded; skips the test when the milvus
+    extra is not installed, fails it when the server does not start within 30 s."""
+    pytest.importorskip("pymilvus")
+    pytest.importorskip("milvus_lite")
+    exe = shutil.which("milvus-lite", path=os.path.dirname(sys.executable))
+    if exe is None:
+        pytest.skip("the milvus-lite command is not installed")
+    port = free_port()
+    proc = subprocess.Popen([exe, "server", "--data-dir", str(data_dir), "--host", "127.0.0.1", "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail("milvus-lite server did not start within 30 s")
+                time.sleep(0.1)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
 
 
 def write_files(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -21,19 +19,13 @@ import pytest
 
 from ragtune import ConfigError, load_corpus
 from ragtune.store import IndexConfig, IndexStore, build_version
-from tests.helpers import DOCS, write_files
+from tests.helpers import DOCS, free_port, milvus_lite_server, write_files
 
 pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
 
 QUESTIONS = ["How long do refunds take after a cancelled order?", "How do I reset a forgotten password?",
              "When do parcels ship?", "Where are older invoices?"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _call(url: str, path: str, body: dict | None = None, timeout: float = 30,
@@ -52,7 +44,7 @@ class Server:
     """`python -m ragtune serve --workers N` in a subprocess on a free loopback port."""
 
     def __init__(self, store: Path, workers: int, env: dict[str, str]):
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.err = open(store.parent / "server.err", "w+")
         self.proc = subprocess.Popen([sys.executable, "-m", "ragtune", "serve", "--store", str(store), "--port",
@@ -208,31 +200,13 @@ def test_app_from_env_says_how_to_start_workers(monkeypatch):
 # --- a store in Milvus: two workers, one `milvus-lite server`, no copy of the index in either ----------------------
 @pytest.fixture
 def lite_server(tmp_path):
-    pytest.importorskip("pymilvus")
-    pytest.importorskip("milvus_lite")
-    exe = shutil.which("milvus-lite", path=os.path.dirname(sys.executable))
-    if exe is None:
-        pytest.skip("the milvus-lite command is not installed")
-    port = _free_port()
-    proc = subprocess.Popen([exe, "server", "--data-dir", str(tmp_path / "lite"), "--host", "127.0.0.1", "--port",
-                             str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("milvus-lite server did not start within 30 s")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        from ragtune.engines import milvus as m
+    with milvus_lite_server(tmp_path / "lite") as uri:
+        try:
+            yield uri
+        finally:
+            from ragtune.engines import milvus as m
 
-        m.close_all()
-        proc.terminate()
-        proc.wait(timeout=10)
+            m.close_all()  # before the server goes
 
 
 def test_a_milvus_store_is_served_by_two_workers_without_a_copy(tmp_path, lite_server):

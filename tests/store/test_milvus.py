@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 pytest.importorskip("pymilvus")
@@ -23,12 +20,13 @@ from ragtune import load_corpus  # noqa: E402
 from ragtune.corpus.corpus import Corpus  # noqa: E402
 from ragtune.engines import engine_of, engine_retriever  # noqa: E402
 from ragtune.engines import milvus as m  # noqa: E402
-from ragtune.errors import ConfigError, StoreError  # noqa: E402
+from ragtune.errors import ConfigError  # noqa: E402
 from ragtune.golden import load_beir_golden  # noqa: E402
 from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, open_pipeline, run_eval  # noqa: E402
 from ragtune.retrieve.filters import ChunkFilter  # noqa: E402
 from ragtune.store import IndexStore, build_version, load_pipeline, open_current, refresh_version  # noqa: E402
 from ragtune.types import Document  # noqa: E402
+from tests.helpers import milvus_lite_server  # noqa: E402
 
 TOPICS = [
     ("solar panels", "photovoltaic cells turn sunlight into electricity on rooftops"),
@@ -241,34 +239,10 @@ def test_store_versions_are_collections_and_current_is_an_alias(env, tmp_path):
     assert not any("_build" in c or "_tmp" in c for c in client.list_collections())
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def lite_server(tmp_path_factory):
-    exe = shutil.which("milvus-lite", path=os.path.dirname(sys.executable))
-    if exe is None:
-        pytest.skip("the milvus-lite command is not installed")
-    port, data = _free_port(), tmp_path_factory.mktemp("lite-server")
-    proc = subprocess.Popen([exe, "server", "--data-dir", str(data), "--host", "127.0.0.1", "--port", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail("milvus-lite server did not start within 30 s")
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    with milvus_lite_server(tmp_path_factory.mktemp("lite-server")) as uri:
+        yield uri
 
 
 def test_server_mode_serves_several_processes(env, lite_server, tmp_path):

@@ -15,7 +15,7 @@ from ..errors import ConfigError
 from ..golden import GoldenSet
 from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, default_chunker
 from ..retrieve.bm25 import BM25Config, BM25Retriever
-from ..types import Chunk, Document
+from ..types import Chunk
 from .milvus import build_collection, is_milvus
 from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
 
@@ -179,6 +179,17 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
     return v, stats
 
 
+def _checked_embedder(v: Any, config: Any, resources: Resources) -> Any:
+    """The embedder of ``config``, refused when it is not the one the version ``v`` was embedded with."""
+    emb = resources.embedder()
+    recorded = v.manifest.get("embedding") or {}
+    if recorded.get("key") and recorded["key"] != emb.cache_key:
+        raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
+                         f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                         "match the index. Rebuild or migrate the store.")
+    return emb
+
+
 def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False,
                   milvus_uri: str | None = None) -> Pipeline:
     """A ready :class:`Pipeline` from a stored version: BM25 index and vectors are loaded, nothing is rebuilt.
@@ -193,12 +204,7 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
         return _load_milvus(v, config, corpus, chunks, parents, resources, milvus_uri)
     vectors = None
     if config.uses_vectors:
-        emb = resources.embedder()
-        recorded = v.manifest.get("embedding") or {}
-        if recorded.get("key") and recorded["key"] != emb.cache_key:
-            raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
-                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
-                             "match the index. Rebuild or migrate the store.")
+        _checked_embedder(v, config, resources)
         vectors = store.vectors(v.id)
     # versions written before BM25 was stored have no bm25/ folder: it is rebuilt from the chunks
     resources.stored = StoredIndex(bm25_dir=v.path / "bm25", vectors=vectors)
@@ -247,12 +253,7 @@ def _load_milvus(v: VersionInfo, config: PipelineConfig, corpus: Corpus, chunks:
                          "rebuild it with `ragtune index build --engine milvus --milvus-uri URI`")
     emb = None
     if config.uses_vectors:
-        emb = resources.embedder()
-        recorded = v.manifest.get("embedding") or {}
-        if recorded.get("key") and recorded["key"] != emb.cache_key:
-            raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
-                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
-                             "match the index. Rebuild or migrate the store.")
+        emb = _checked_embedder(v, config, resources)
     uri = milvus_uri or engine["uri"]
     base = MilvusRetriever(connect(uri), engine["collection"], config.retriever_config(), chunks=chunks, embedder=emb,
                            uri=uri)
