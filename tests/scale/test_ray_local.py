@@ -92,8 +92,11 @@ GRID = {"metric": "recall@1", "k": [1, 5], "samples": 200,
 
 
 def ranking(out) -> list[tuple]:
+    """Every configuration's metrics and corrected p-value, by key: configurations with equal metrics are ranked by
+    their measured latency, which differs from run to run, so their order is not compared."""
     data = json.loads((out / "results.json").read_text())
-    return [(c["key"], c["metrics"], c["vs_baseline"] and c["vs_baseline"]["p_holm"]) for c in data["configs"]]
+    return sorted(((c["key"], c["metrics"], c["vs_baseline"] and c["vs_baseline"]["p_holm"]) for c in data["configs"]),
+                  key=lambda row: row[0])
 
 
 def test_sweep_on_ray_matches_a_local_sweep_and_resumes(local_ray, tmp_path, monkeypatch):
