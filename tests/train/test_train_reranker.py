@@ -202,3 +202,20 @@ def test_options_are_checked(data, tmp_path):
         train_reranker(corpus, golden, out_dir=tmp_path, pairs="pseudo")
     with pytest.raises(ConfigError, match="needs a training golden set"):
         train_reranker(corpus, None, out_dir=tmp_path)
+
+
+def test_layers_keeps_the_first_layers_and_the_folder_reloads_smaller(data, tiny_base, tmp_path):
+    from transformers import AutoConfig, AutoModelForSequenceClassification
+
+    _, corpus, golden = data
+    r = train_reranker(corpus, golden, out_dir=tmp_path / "one", base=tiny_base, retriever="bm25", layers=1,
+                       max_steps=2, max_length=48, validation_share=0.0, bf16=False, threads=1, show_progress=False)
+    assert r.steps == 2
+    assert AutoConfig.from_pretrained(tmp_path / "one").num_hidden_layers == 1
+    model = AutoModelForSequenceClassification.from_pretrained(tmp_path / "one")
+    assert len(model.base_model.encoder.layer) == 1
+    with pytest.raises(ConfigError, match="has only 2 layer"):
+        train_reranker(corpus, golden, out_dir=tmp_path / "three", base=tiny_base, retriever="bm25", layers=3,
+                       max_steps=1, show_progress=False)
+    with pytest.raises(ConfigError, match="layers"):
+        TrainOptions(layers=0)

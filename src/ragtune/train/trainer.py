@@ -67,6 +67,8 @@ class TrainOptions(Config):
     max_minutes: Annotated[float | None, Opt("stop after this many minutes; the learning rate decays to zero by "
                                              "then", lo=1e-6, hi=1e6)] = None
     threads: Annotated[int, Opt("CPU threads torch trains with (0: its default)", lo=0)] = 0
+    layers: Annotated[int | None, Opt("keep only the base model's first N transformer layers: a smaller model that "
+                                      "reranks faster (MiniLM-L6 has 6)", lo=1)] = None
 
     def __post_init__(self) -> None:
         n = "TrainOptions"
@@ -90,6 +92,8 @@ class TrainOptions(Config):
         if self.max_minutes is not None:
             check_range(n, "max_minutes", self.max_minutes, lo=0, lo_open=True)
         check_range(n, "threads", self.threads, lo=0, integer=True)
+        if self.layers is not None:
+            check_range(n, "layers", self.layers, lo=1, integer=True)
         from ..registry import RETRIEVERS
 
         RETRIEVERS.get(self.retriever)
@@ -263,6 +267,8 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
     finally:
         transformers.logging.set_verbosity(verbosity)
     model.config.num_labels = 1
+    if options.layers is not None:
+        _keep_layers(model, options.layers, options.base)
     model.to("cpu")
 
     bq = options.batch_queries
@@ -387,6 +393,23 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
                 "pairs_per_s": result.pairs_per_s}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _keep_layers(model, n: int, name: str) -> None:
+    """Cut a BERT-style encoder (``base_model.encoder.layer``) to its first ``n`` layers, in place; the saved
+    config says ``num_hidden_layers = n``, so the folder reloads (and exports) as the smaller model."""
+    import torch
+
+    encoder = getattr(model.base_model, "encoder", None)
+    layers = getattr(encoder, "layer", None)
+    if not isinstance(layers, torch.nn.ModuleList):
+        raise ConfigError(f"layers={n}: cannot find the transformer layers of base model {name!r} "
+                          f"({type(model).__name__}); layers works for BERT-style encoders, leave it unset otherwise")
+    if n > len(layers):
+        raise ConfigError(f"layers={n}: base model {name!r} has only {len(layers)} layer(s); pass at most "
+                          f"{len(layers)}, or leave layers unset to keep them all")
+    encoder.layer = torch.nn.ModuleList(list(layers)[:n])
+    model.config.num_hidden_layers = n
 
 
 class _nullcontext:
