@@ -125,6 +125,27 @@ def test_retrieval_flag_mistakes(md_corpus, tmp_path, capsys):
     assert "unknown filter field(s) 'colour'" in capsys.readouterr().err
 
 
+def test_stage_flags_say_what_they_do_and_take_none(md_corpus, tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "--k1 K1 BM25 term-frequency saturation" in text  # the help written on the config field
+    assert "(retrievers bm25, hybrid)" in text and "(chunkers small_to_big)" in text
+    assert "cross-encoder runtime: auto, onnx or st" in text
+    g = golden_file(tmp_path, [{"id": "q1", "q": "partial refund", "relevant": ["guide/billing.md#refunds"]}])
+    out = tmp_path / "r.json"
+    # an option that may be None is set to None by 'none' (a flag left out keeps the default)
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--stemmer", "none",
+                 "--stopwords", "NONE", "--out", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]["retriever"]
+    assert cfg["stemmer"] is None and cfg["stopwords"] is None
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["retriever"]["stemmer"] == "english"
+    capsys.readouterr()
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--k1", "none"]) == 2
+    assert "--k1: expected a number, got 'none'" in capsys.readouterr().err  # k1 cannot be None
+
+
 def test_the_cli_stays_a_thin_shell():
     """Flags derive from the registries and annotated options; logic lives in the library. Budget: under 500
     lines of code in src/ragtune/cli (blank lines, comments and docstrings not counted)."""

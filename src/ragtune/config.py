@@ -15,9 +15,33 @@ from typing import Any, TypeVar
 
 from .errors import ConfigError
 
-__all__ = ["Config", "check_choice", "check_range"]
+__all__ = ["Config", "Opt", "NONE_FLAG", "check_choice", "check_range"]
 
 C = TypeVar("C", bound="Config")
+
+
+@dataclasses.dataclass(frozen=True)
+class Opt:
+    """How an option reads on the command line: help text, range of numbers, a short flag, a metavar,
+    ``flag`` for another spelling (e.g. ``--no-fuzzy`` for ``fuzzy: bool = True``)."""
+
+    help: str
+    lo: float | None = None
+    hi: float | None = None
+    short: str | None = None
+    metavar: str | None = None
+    flag: str | None = None
+
+
+class _NoneFlag:
+    """``--stemmer none``: an option set to None on purpose, where a flag left out is None (not given) too.
+    :meth:`ragtune.pipeline.PipelineConfig.from_flags` turns it into None."""
+
+    def __repr__(self) -> str:
+        return "none"
+
+
+NONE_FLAG = _NoneFlag()
 
 
 class Config:

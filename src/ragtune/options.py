@@ -16,29 +16,15 @@ import os
 import types
 import typing
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from .config import parse_list, parse_number
+from .config import NONE_FLAG, Opt, parse_list, parse_number
 from .engines import ENGINES
 from .errors import ConfigError
 
 __all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
            "load_pipeline", "add_ray_flags", "ray_options"]
-
-
-@dataclass(frozen=True)
-class Opt:
-    """How an option reads on the command line: help text, range of numbers, a short flag, a metavar,
-    ``flag`` for another spelling (e.g. ``--no-fuzzy`` for ``fuzzy: bool = True``)."""
-
-    help: str
-    lo: float | None = None
-    hi: float | None = None
-    short: str | None = None
-    metavar: str | None = None
-    flag: str | None = None
 
 
 def typed(parse: Callable[..., Any], *spec: Any) -> Callable[[str], Any]:
@@ -75,8 +61,11 @@ def add_stage_flags(parser: Any, stage: str) -> None:
     owners = option_owners(stage) if stage != "reranker" else {
         n: [e.name for e in RERANKERS if n in e.options] for n in hints}
     prefix = RERANK_PREFIX if stage == "reranker" else ""
+    helps = _stage_help(stage)
     for name, takers in owners.items():
         kind = _kind(hints.get(name), Opt(""), None)
+        if _optional(hints.get(name)) and "action" not in kind:  # --stemmer none sets the option to None
+            kind["type"] = _or_none(kind.get("type"))
         if kind.get("action") == "store_true":
             kind["action"] = argparse.BooleanOptionalAction
         elif kind.get("action") == "append":  # a list option of a config: comma-separated numbers
@@ -84,7 +73,40 @@ def add_stage_flags(parser: Any, stage: str) -> None:
         if "action" not in kind:
             kind.setdefault("metavar", name.upper())
         parser.add_argument("--" + (prefix + name).replace("_", "-"), dest=f"opt_{prefix}{name}", default=None,
-                            help=f"{stage}s {', '.join(takers)}", **kind)
+                            help=(f"{helps[name]} ({stage}s {', '.join(takers)})" if name in helps
+                                  else f"{stage}s {', '.join(takers)}"), **kind)
+
+
+def _optional(hint: Any) -> bool:
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and type(None) in typing.get_args(hint)
+
+
+def _or_none(parse: Callable[[str], Any] | None) -> Callable[[str], Any]:
+    def parse_flag(text: str) -> Any:
+        if text.strip().lower() in ("none", "null"):
+            return NONE_FLAG
+        return parse(text) if parse is not None else text
+    return parse_flag
+
+
+def _stage_help(stage: str) -> dict[str, str]:
+    """Option name -> the help its config field declares (``Annotated[int, Opt("...")]``), first entry wins."""
+    from .registry import CHUNKERS, RERANKERS, RETRIEVERS
+
+    out: dict[str, str] = {}
+    for entry in {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]:
+        if entry.config is None:
+            continue
+        try:
+            hints = typing.get_type_hints(entry.config, include_extras=True)
+        except Exception:  # a plugin's unresolvable annotations: no help, the flag still works
+            continue
+        for name, hint in hints.items():
+            opt = next((m for m in typing.get_args(hint)[1:] if isinstance(m, Opt)), None) \
+                if typing.get_origin(hint) is typing.Annotated else None
+            if opt is not None:
+                out.setdefault(name, opt.help)
+    return out
 
 
 def _options(target: Callable[..., Any]) -> list[tuple[inspect.Parameter, Any, Opt]]:
@@ -212,6 +234,7 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
              and getattr(args, k, None) is not None}
     if getattr(args, "milvus_token", None):  # the engine reads it from the environment: never part of a config
         os.environ["MILVUS_TOKEN"] = args.milvus_token
+    # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
     if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
         from .embed import with_prefixes  # the prefixes become part of the embedder's name

@@ -15,11 +15,11 @@ import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .config import _hints
+from .config import NONE_FLAG, _hints
 from .corpus.corpus import Corpus
 from .errors import ConfigError
 from .evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
@@ -204,7 +204,7 @@ class PipelineConfig:
             if not isinstance(k, str):
                 raise ConfigError(f"option names are strings, got {k!r}")
             k = k.strip().replace("-", "_")
-            f[ALIASES.get(k, k)] = v
+            f[ALIASES.get(k, k)] = None if v is NONE_FLAG else v
         chunker = f.pop("chunker", "auto")
         retriever = f.pop("retriever", DEFAULT_RETRIEVER)
         if f.get("engine") is not None:  # engine=milvus + retriever=hybrid names the entry milvus-hybrid

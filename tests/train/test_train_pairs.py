@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 import ragtune as rt
 from ragtune.errors import ConfigError, UnknownAnchorError
+from ragtune.golden_draft import draft_units
 from ragtune.pipeline import PipelineConfig, build_pipeline
 from ragtune.train import golden_pairs, mine_groups, pseudo_pairs
 from ragtune.train.trainer import _split
@@ -112,3 +115,30 @@ def test_validation_holds_out_whole_queries():
     assert len({g.qid for g in val}) == 5 and len(val) == 10
     assert not {g.qid for g in train} & {g.qid for g in val}
     assert _split(groups, 0.25, seed=3) == (train, val) != _split(groups, 0.25, seed=4)
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_llm_written_questions_join_the_pseudo_pairs(corpus, kind, monkeypatch):
+    from ragtune.train import TrainOptions, mine
+    from tests.answer.fake_llm import FakeLLM
+
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "k")
+    sections = draft_units(corpus, per_section=1, kinds=("paraphrase",), min_words=12)
+    asked = [f"Which part of the guide covers topic {i}?" for i in range(len(sections))]
+    server = FakeLLM([json.dumps({"questions": [{"kind": "paraphrase", "q": q}]}) for q in asked])
+    try:
+        options = TrainOptions(pairs="pseudo", retriever="bm25", generator=f"{kind}:m1", llm_questions=1,
+                               generator_base_url=server.url + ("/v1" if kind == "openai" else ""))
+        groups = mine(corpus, None, options, show_progress=False)
+    finally:
+        server.close()
+    assert len(server.requests) == len(sections) > 0  # one call per section with enough words
+    assert server.requests[0]["body"]["model"] == "m1"
+    llm = {g.query: g for g in groups if g.qid.startswith("llm-")}
+    assert sorted(llm) == sorted(asked)  # every question written became a training group
+    assert any(g.qid.endswith("::heading") for g in groups)  # next to the heading and sentence pairs
+    with pytest.raises(ConfigError, match="pairs='pseudo'"):
+        TrainOptions(generator="openai:m1")  # golden pairs take no generator
+    with pytest.raises(ConfigError, match="unknown generator"):
+        TrainOptions(pairs="pseudo", generator="gpt")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
 from .base import Chunker, SizedConfig, chunk_corpus, chunk_documents, make_chunk, prefix_for
 from .document import DocumentChunker, DocumentChunkerConfig
 from .fixed import FixedChunker, FixedChunkerConfig

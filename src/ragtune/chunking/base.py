@@ -6,9 +6,9 @@ import bisect
 import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
-from ..config import Config, check_range
+from ..config import Config, Opt, check_range
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError
 from ..types import Chunk, Document
@@ -29,10 +29,12 @@ class Chunker(Protocol):
 class SizedConfig(Config):
     """Options shared by the size-bounded strategies; sizes are in tokens."""
 
-    size: int = 256
-    overlap: int | None = None  # None: an eighth of the size (32 for 256)
-    prefix: bool = False
-    tokenizer: str = "regex"
+    size: Annotated[int, Opt("chunk size in tokens")] = 256
+    overlap: Annotated[int | None, Opt(
+        "tokens shared by neighbouring chunks (default: an eighth of the size)")] = None
+    prefix: Annotated[bool, Opt("start every chunk with 'Title > Heading path'")] = False
+    tokenizer: Annotated[str, Opt(
+        "what a token is for sizes: regex (words and punctuation) or an embedder's tokenizer")] = "regex"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__

@@ -18,7 +18,9 @@ when too big they are cut between lines with nothing repeated.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
+from ..config import Opt
 from ..corpus.blocks import Block, blocks_in
 from ..errors import ConfigError
 from ..types import Chunk, Document, Section
@@ -31,7 +33,7 @@ __all__ = ["MarkdownChunkerConfig", "MarkdownChunker", "blocks"]
 @dataclass(frozen=True)
 class MarkdownChunkerConfig(SizedConfig):
     overlap: int = 0
-    merge_siblings: bool = True
+    merge_siblings: Annotated[bool, Opt("merge small sibling sections up to the size")] = True
 
     def __post_init__(self) -> None:
         super().__post_init__()

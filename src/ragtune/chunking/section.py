@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..config import Config
+from ..config import Config, Opt
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import make_chunk, trim_span
@@ -15,7 +16,7 @@ __all__ = ["SectionChunkerConfig", "SectionChunker"]
 
 @dataclass(frozen=True)
 class SectionChunkerConfig(Config):
-    prefix: bool = False
+    prefix: Annotated[bool, Opt("start every chunk with 'Title > Heading path'")] = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.prefix, bool):

@@ -10,10 +10,11 @@ exceed ``size`` tokens. Sentence embeddings go through the embedding cache.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from ..config import check_range
+from ..config import Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import SizedConfig, emit, trim_span, windows
@@ -26,9 +27,11 @@ __all__ = ["SemanticChunkerConfig", "SemanticChunker", "sentence_spans"]
 @dataclass(frozen=True)
 class SemanticChunkerConfig(SizedConfig):
     overlap: int = 0
-    threshold: float | None = None
-    percentile: float = 90.0
-    embedder: str = "minilm"
+    threshold: Annotated[float | None, Opt(
+        "similarity drop that starts a new chunk (default: from --percentile)")] = None
+    percentile: Annotated[float, Opt(
+        "percentile of sentence-to-sentence distances that splits, when no threshold")] = 90.0
+    embedder: Annotated[str, Opt("embedder that compares sentences")] = "minilm"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -10,8 +10,9 @@ carry ``parent_id``. ``chunk`` returns the children (what gets indexed);
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..config import check_choice, check_range
+from ..config import Opt, check_choice, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import SizedConfig, apply_overlap, emit
@@ -28,8 +29,8 @@ class SmallToBigChunkerConfig(SizedConfig):
 
     size: int = 128
     overlap: int = 0
-    parent_size: int = 2048
-    parent: str = "markdown"
+    parent_size: Annotated[int, Opt("parent chunk size in tokens (what is returned)")] = 2048
+    parent: Annotated[str, Opt("chunker that makes the parents")] = "markdown"
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -34,11 +34,11 @@ import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
-from ..config import Config, check_choice, check_range
+from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, EngineError, MissingDependencyError, RagtuneError
 from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
@@ -93,9 +93,9 @@ class MilvusBM25Config(Config):
     """BM25 in Milvus over ragtune's own analysed tokens (same ``stemmer`` and ``stopwords`` as ``bm25``).
     Milvus Lite fixes k1=1.5, b=0.75 (a server is told the same)."""
 
-    milvus_uri: str = ""
-    stemmer: str | None = "english"
-    stopwords: str | None = "en"
+    milvus_uri: Annotated[str, Opt("Milvus Lite file (.db) or server URL")] = ""
+    stemmer: Annotated[str | None, Opt("stemmer language for BM25 tokens (none: no stemming)")] = "english"
+    stopwords: Annotated[str | None, Opt("stop-word list for BM25 tokens (none: keep every word)")] = "en"
 
     def __post_init__(self) -> None:
         _check_analysis(type(self).__name__, self.stemmer, self.stopwords)
@@ -105,7 +105,7 @@ class MilvusBM25Config(Config):
 class MilvusDenseConfig(Config):
     """Exact (FLAT) inner product in Milvus over the pipeline embedder's normalised vectors."""
 
-    milvus_uri: str = ""
+    milvus_uri: Annotated[str, Opt("Milvus Lite file (.db) or server URL")] = ""
 
 
 @dataclass(frozen=True)

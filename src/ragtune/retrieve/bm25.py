@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from ..config import Config, check_choice, check_range
+from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Chunk, Hit, Ranking
 from .base import top_k
@@ -36,11 +37,11 @@ class BM25Config(Config):
     """BM25 parameters. ``stemmer`` is a Snowball algorithm name or None;
     ``stopwords`` is ``"en"`` or None."""
 
-    k1: float = 1.5
-    b: float = 0.75
-    method: str = "lucene"
-    stemmer: str | None = "english"
-    stopwords: str | None = "en"
+    k1: Annotated[float, Opt("BM25 term-frequency saturation (higher: repeated terms count longer)")] = 1.5
+    b: Annotated[float, Opt("BM25 length normalisation, 0 (none) to 1 (full)")] = 0.75
+    method: Annotated[str, Opt("BM25 variant (bm25s): lucene, robertson, atire, bm25l, bm25+")] = "lucene"
+    stemmer: Annotated[str | None, Opt("stemmer language for BM25 tokens (none: no stemming)")] = "english"
+    stopwords: Annotated[str | None, Opt("stop-word list for BM25 tokens (none: keep every word)")] = "en"
 
     def __post_init__(self) -> None:
         check_range("BM25Config", "k1", self.k1, lo=0)

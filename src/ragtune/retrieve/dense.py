@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from ..config import Config
+from ..config import Config, Opt
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Chunk, Hit, Ranking
 from .base import top_k
@@ -100,7 +101,8 @@ class DenseRetriever:
 class DenseConfig(Config):
     """Dense retrieval options (the model is the pipeline's ``embedder``)."""
 
-    ann: bool = False  # approximate HNSW search (usearch) instead of exact
+    ann: Annotated[bool, Opt(
+        "approximate (HNSW, usearch) dense search instead of exact")] = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.ann, bool):

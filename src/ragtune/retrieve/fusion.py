@@ -6,8 +6,9 @@ import time
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
-from ..config import check_range
+from ..config import Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
 from .base import Retriever
@@ -89,10 +90,12 @@ class HybridConfig(BM25Config):
     ``rrf_k`` is the RRF constant, ``weights`` the (bm25, dense) weights, ``fusion_depth`` the
     candidates taken from each retriever, ``ann`` approximate dense search."""
 
-    rrf_k: int = 60
-    weights: tuple[float, ...] | None = None
-    fusion_depth: int = 50
-    ann: bool = False
+    rrf_k: Annotated[int, Opt(
+        "reciprocal rank fusion constant k: score 1/(k + rank); larger flattens the ranks")] = 60
+    weights: Annotated[tuple[float, ...] | None, Opt(
+        "weight of each fused ranking, BM25 first (e.g. 1,2 favours dense)")] = None
+    fusion_depth: Annotated[int, Opt("hits taken from each ranking before fusing")] = 50
+    ann: Annotated[bool, Opt("approximate (HNSW) dense search instead of exact")] = False
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -27,9 +27,9 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from ..config import check_range
+from ..config import Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
 from .rerank import RerankerConfig
@@ -59,15 +59,15 @@ class LLMRerankerConfig(RerankerConfig):
     per window while the answer holds no order; ``max_retries`` per call on 429/5xx/timeouts.
     """
 
-    model: str = ""
-    base_url: str = ""
-    max_candidates: int = 20
-    max_chars: int = 800
-    price_in: float = 0.0
-    price_out: float = 0.0
-    attempts: int = 2
-    max_retries: int = 5
-    timeout: float = 60.0
+    model: Annotated[str, Opt("LLM as provider:model, e.g. anthropic:claude-haiku-4-5 or openai:gpt-4o-mini")] = ""
+    base_url: Annotated[str, Opt("API base URL (a proxy or a local server speaking the provider's wire format)")] = ""
+    max_candidates: Annotated[int, Opt("candidates the LLM orders; the rest keep their first-stage order")] = 20
+    max_chars: Annotated[int, Opt("characters of each candidate shown to the LLM")] = 800
+    price_in: Annotated[float, Opt("price per million input tokens, for cost accounting")] = 0.0
+    price_out: Annotated[float, Opt("price per million output tokens, for cost accounting")] = 0.0
+    attempts: Annotated[int, Opt("tries when the LLM's answer cannot be parsed")] = 2
+    max_retries: Annotated[int, Opt("retries on rate limits and server errors")] = 5
+    timeout: Annotated[float, Opt("seconds per LLM call")] = 60.0
 
     def __post_init__(self) -> None:
         from ..answer.llm import parse_model_spec

@@ -21,11 +21,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
 import numpy as np
 
-from ..config import Config, check_choice, check_range
+from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Hit, Ranking
 from .base import Retriever
@@ -255,8 +255,10 @@ class RerankerConfig(Config):
     """Options every reranker takes (flags ``--rerank-mode``, ``--rerank-fuse-k``; grid keys ``rerank_mode``,
     ``rerank_fuse_k``). Subclass it for a new reranker and give the built object ``mode``/``fuse_k``."""
 
-    mode: str = DEFAULT_MODE
-    fuse_k: int = 60
+    mode: Annotated[str, Opt(
+        "fuse: RRF of the reranker's and the first stage's ranks (default); replace: order by reranker "
+        "score")] = DEFAULT_MODE
+    fuse_k: Annotated[int, Opt("RRF constant of --rerank-mode fuse")] = 60
 
     def __post_init__(self) -> None:
         check_choice(type(self).__name__, "mode", self.mode, MODES)
@@ -267,7 +269,9 @@ class RerankerConfig(Config):
 class EmbeddingRerankerConfig(RerankerConfig):
     """Rescore the shortlist with a second embedder (offline default: e5-small). A weak offline fallback."""
 
-    model: str = "e5-small"
+    model: Annotated[str, Opt(
+        "reranker model: a folder (ONNX or sentence-transformers), a Hugging Face id, or an embedder "
+        "name")] = "e5-small"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -285,12 +289,14 @@ class CrossEncoderConfig(RerankerConfig):
     quadratically), and on a CPU 50 pairs of 512 tokens take about twice as long as 256 for little gain on
     passages that mostly fit in 256 tokens. ``threads`` 0: onnxruntime uses up to 4 cores."""
 
-    model: str = "cross-encoder/ms-marco-MiniLM-L-6-v2"
-    backend: str = "auto"
-    precision: str = "auto"
-    max_length: int = 256
-    batch_size: int = 16
-    threads: int = 0
+    model: Annotated[str, Opt(
+        "reranker model: a folder (ONNX or sentence-transformers), a Hugging Face id, or an embedder "
+        "name")] = "cross-encoder/ms-marco-MiniLM-L-6-v2"
+    backend: Annotated[str, Opt("cross-encoder runtime: auto, onnx or st (sentence-transformers)")] = "auto"
+    precision: Annotated[str, Opt("ONNX weights: auto (int8 when the folder has them), fp32, int8")] = "auto"
+    max_length: Annotated[int, Opt("tokens per (question, passage) pair; fewer is faster")] = 256
+    batch_size: Annotated[int, Opt("pairs scored per batch")] = 16
+    threads: Annotated[int, Opt("CPU threads for scoring (0: up to 4)")] = 0
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -26,9 +26,7 @@ loads.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import itertools
-import json
 import os
 import tomllib
 from collections.abc import Mapping

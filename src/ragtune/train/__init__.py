@@ -10,8 +10,8 @@ The folder it writes is a model for the ``cross-encoder`` reranker (``--rerank c
 --rerank-model out/reranker``).
 """
 
-from .pairs import Group, Pair, check_overlap, golden_pairs, mine_groups, overlap, pseudo_pairs
+from .pairs import Group, Pair, check_overlap, golden_pairs, llm_pairs, mine_groups, overlap, pseudo_pairs
 from .trainer import DEFAULT_BASE, TrainOptions, TrainResult, mine, resolve_base, train_groups, train_reranker
 
 __all__ = ["train_reranker", "train_groups", "mine", "TrainOptions", "TrainResult", "resolve_base", "DEFAULT_BASE",
-           "Pair", "Group", "golden_pairs", "pseudo_pairs", "mine_groups", "check_overlap", "overlap"]
+           "Pair", "Group", "golden_pairs", "pseudo_pairs", "llm_pairs", "mine_groups", "check_overlap", "overlap"]

@@ -3,6 +3,7 @@
 - :func:`golden_pairs`: (query, relevant anchors) from a golden set's *train* split;
 - :func:`pseudo_pairs`: (query, passage) pairs from the corpus alone, no labels: a section's heading
   path asks for its body, a section's first sentence asks for the rest of the section;
+- :func:`llm_pairs`: questions an LLM wrote for each section (with a generator configured);
 - :func:`mine_groups`: hard negatives for each pair from ragtune's own first stage (hybrid by default),
   every chunk covering a positive anchor excluded, plus random negatives;
 - :func:`check_overlap`: refuse a training set that shares questions with the evaluation set.
@@ -22,10 +23,10 @@ from dataclasses import dataclass
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, GoldenSetError
 from ..golden import GoldenSet
-from ..progress import progress_iter
+from ..progress import note, progress_iter
 from ..types import Chunk
 
-__all__ = ["Pair", "Group", "golden_pairs", "pseudo_pairs", "mine_groups", "check_overlap", "overlap"]
+__all__ = ["Pair", "Group", "golden_pairs", "pseudo_pairs", "llm_pairs", "mine_groups", "check_overlap", "overlap"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,6 +141,36 @@ def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[
     if not pairs:
         raise ConfigError("pairs='pseudo' found no section with enough text to make pairs; it needs a corpus with "
                           "headings (markdown); give a golden set instead (pairs='golden')")
+    return pairs
+
+
+def llm_pairs(corpus: Corpus, generator: str, *, base_url: str | None = None, per_section: int = 2,
+              min_words: int = 12, limit: int | None = None, show_progress: bool = True) -> list[Pair]:
+    """Pairs whose questions an LLM wrote: ``per_section`` paraphrase questions for every section with
+    ``min_words`` words or more of its own (the prompts of :mod:`ragtune.golden_draft`, one call per section),
+    each asking for its section. ``generator`` is ``anthropic:<model>`` or ``openai:<model>`` (keys from the
+    environment)."""
+    from ..golden_draft import DraftLLM, draft_golden, draft_units, estimate_draft_cost
+
+    llm = DraftLLM(generator, base_url=base_url)
+    units = draft_units(corpus, per_section=per_section, kinds=("paraphrase",), min_words=min_words, limit=limit)
+    if not units:
+        raise ConfigError(f"no section has {min_words} words or more of its own text to write questions about; "
+                          "train without a generator (heading and first-sentence pairs only)")
+    est = estimate_draft_cost(units, generator=llm.name)
+    note(f"asking {llm.name} for {est['questions']} question(s): {est['calls']} call(s), about "
+         f"{est['input_tokens']:,} input tokens", enabled=show_progress)
+    result = draft_golden(progress_iter(units, "LLM questions", enabled=show_progress, total=len(units)), llm,
+                          id_prefix="llm")
+    pairs = [Pair(item["id"], item["q"], tuple(item["relevant"])) for item in result.items]
+    usage = result.usage
+    note(f"{len(pairs)} LLM question(s) from {len(units) - len(result.failed)} section(s); "
+         f"{usage.get('calls', 0)} call(s), {usage.get('input_tokens', 0):,} input and "
+         f"{usage.get('output_tokens', 0):,} output tokens"
+         + (f"; no readable reply for {len(result.failed)} section(s)" if result.failed else ""), enabled=show_progress)
+    if not pairs:
+        raise ConfigError(f"the generator {llm.name} wrote no usable question for {len(units)} section(s); check "
+                          "the model name and the API (or train without a generator)")
     return pairs
 
 

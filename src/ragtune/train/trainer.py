@@ -28,7 +28,7 @@ from ..errors import ConfigError, MissingDependencyError
 from ..golden import GoldenSet
 from ..options import Opt
 from ..progress import format_duration, note, progress_iter
-from .pairs import Group, check_overlap, golden_pairs, mine_groups, pseudo_pairs
+from .pairs import Group, check_overlap, golden_pairs, llm_pairs, mine_groups, pseudo_pairs
 
 __all__ = ["TrainOptions", "TrainResult", "train_reranker", "train_groups", "resolve_base", "mine", "DEFAULT_BASE"]
 
@@ -67,6 +67,10 @@ class TrainOptions(Config):
     max_minutes: Annotated[float | None, Opt("stop after this many minutes; the learning rate decays to zero by "
                                              "then", lo=1e-6, hi=1e6)] = None
     threads: Annotated[int, Opt("CPU threads torch trains with (0: its default)", lo=0)] = 0
+    generator: Annotated[str | None, Opt("with --pairs pseudo: an LLM (anthropic:<model> or openai:<model>) that also "
+                                         "writes questions each section answers")] = None
+    generator_base_url: Annotated[str | None, Opt("the generator API's base URL (default: the provider's)")] = None
+    llm_questions: Annotated[int, Opt("questions the generator writes per section", lo=1, hi=20)] = 2
     layers: Annotated[int | None, Opt("keep only the base model's first N transformer layers: a smaller model that "
                                       "reranks faster (MiniLM-L6 has 6)", lo=1)] = None
 
@@ -94,6 +98,14 @@ class TrainOptions(Config):
         check_range(n, "threads", self.threads, lo=0, integer=True)
         if self.layers is not None:
             check_range(n, "layers", self.layers, lo=1, integer=True)
+        check_range(n, "llm_questions", self.llm_questions, lo=1, hi=20, integer=True)
+        if self.generator is not None:
+            if self.pairs != "pseudo":
+                raise ConfigError(f"{n}: generator writes training questions from the corpus, which is pairs='pseudo'; "
+                                  "with a golden set the questions are the golden set's (leave generator unset)")
+            from ..answer.llm import ChatLLM
+
+            ChatLLM.from_spec(self.generator)  # an unknown provider or a missing model is refused before any work
         from ..registry import RETRIEVERS
 
         RETRIEVERS.get(self.retriever)
@@ -160,6 +172,9 @@ def mine(corpus: Corpus, golden: GoldenSet | None, options: TrainOptions, *, eva
         pairs = golden_pairs(golden, corpus)
     else:
         pairs = pseudo_pairs(corpus, seed=options.seed)
+        if options.generator:
+            pairs += llm_pairs(corpus, options.generator, base_url=options.generator_base_url,
+                               per_section=options.llm_questions, show_progress=show_progress)
         if eval_golden is not None:  # a generated query that happens to be an evaluation question is left out
             asked = {" ".join(i.q.lower().split()) for i in eval_golden}
             pairs = [p for p in pairs if " ".join(p.query.lower().split()) not in asked]
@@ -232,8 +247,6 @@ def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], option
     options = _options(options, overrides)
     _require_torch()
     import torch
-    import transformers
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     base = base or resolve_base(options.base)
     groups = [g for g in groups if len(g.passages) >= 2]
