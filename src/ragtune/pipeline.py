@@ -485,15 +485,19 @@ def warn_window(config: PipelineConfig, chunks: Sequence[Chunk], embedder: Any) 
     with the share affected. Returns the :class:`~ragtune.embed.window.WindowOverflow` (None: not countable)."""
     from .embed.window import window_overflow
 
+    if config.key in _WARNED_WINDOW:  # said once already: no need to count again
+        return None
     try:
         found = window_overflow(embedder, [c.embed_text for c in chunks])
     except Exception:  # counting is advice: a tokenizer that cannot load must not stop the pipeline
         return None
-    if found is not None and found.over and config.key not in _WARNED_WINDOW:
+    if found is not None and found.over:
         import sys
 
         _WARNED_WINDOW.add(config.key)
-        print(f"warning: {config.label}: {found.over:,} of {found.total:,} chunks ({found.share:.0%}) are longer than "
+        about = "about " if found.sampled else ""
+        print(f"warning: {config.label}: {about}{found.over:,} of {found.total:,} chunks ({found.share:.0%}"
+              f"{f', from a sample of {found.counted:,}' if found.sampled else ''}) are longer than "
               f"the embedder's {found.max_tokens}-token window and are cut when embedded, losing "
               f"{found.tokens_lost / found.over:.0f} tokens each on average (prefix and special tokens included); use a smaller chunk size{' or no prefix' if config.prefix else ''} to embed whole chunks",
               file=sys.stderr, flush=True)

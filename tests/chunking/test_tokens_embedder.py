@@ -84,3 +84,15 @@ def test_no_warning_when_everything_fits_or_nothing_is_embedded(tmp_path, capsys
     Pipeline.build(load_corpus(root), chunker="fixed", size=128, retriever="dense")  # minilm-counted
     Pipeline.build(load_corpus(root), chunker="fixed", size=400, retriever="bm25")
     assert "warning:" not in capsys.readouterr().err
+
+
+def test_a_large_chunk_set_is_counted_from_an_even_sample():
+    emb = get_embedder("minilm")
+    long, short = LONG, "short text about cats"
+    texts = [long if i % 4 == 0 else short for i in range(10_000)]  # a quarter are cut
+    found = window_overflow(emb, texts, sample=400)
+    assert found.total == 10_000 and found.counted == 400 and found.sampled
+    assert abs(found.share - 0.25) < 0.02, found
+    every = window_overflow(emb, texts[:800], sample=None)
+    assert every.counted == every.total == 800 and not every.sampled and every.over == 200
+    assert found.tokens_lost / found.over == pytest.approx(every.tokens_lost / every.over, rel=0.01)

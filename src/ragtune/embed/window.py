@@ -49,28 +49,46 @@ def embedder_tokenizer(embedder: str) -> str | None:
 
 @dataclass(frozen=True)
 class WindowOverflow:
-    """How many of ``total`` texts have more tokens than the embedder's window ``max_tokens``."""
+    """How many of ``total`` texts have more tokens than the embedder's window ``max_tokens``. ``counted``:
+    how many texts were tokenized (fewer than ``total`` when a sample stood for them; then ``over`` and
+    ``tokens_lost`` are scaled up to ``total``)."""
 
     over: int
     total: int
     max_tokens: int
     tokens_lost: int  # summed over the texts that are cut
+    counted: int = 0
 
     @property
     def share(self) -> float:
         return self.over / self.total if self.total else 0.0
 
+    @property
+    def sampled(self) -> bool:
+        return 0 < self.counted < self.total
 
-def window_overflow(embedder, texts: Sequence[str]) -> WindowOverflow | None:
+
+SAMPLE = 2000  # texts counted at most: the warning is advice, and tokenizing every chunk of a large corpus is not free
+
+
+def window_overflow(embedder, texts: Sequence[str], *, sample: int | None = SAMPLE) -> WindowOverflow | None:
     """Count, with the embedder's own tokenizer, how many ``texts`` its window cuts; None when the embedder
-    cannot count its tokens (it has no ``count_tokens``)."""
+    cannot count its tokens (it has no ``count_tokens``). More than ``sample`` texts: an evenly spaced sample
+    of that many is counted and the figures scaled to all (``sample=None`` counts every text)."""
     inner = getattr(embedder, "inner", embedder)
     count = getattr(inner, "count_tokens", None)
     if count is None:
         return None
     import numpy as np
 
-    n = np.asarray(count(list(texts)), dtype=np.int64)
+    texts = list(texts)
+    total = len(texts)
+    if sample is not None and total > sample:
+        picks = np.linspace(0, total - 1, sample).round().astype(np.int64)
+        texts = [texts[i] for i in picks]
+    n = np.asarray(count(texts), dtype=np.int64)
     limit = int(embedder.max_tokens)
     over = n > limit
-    return WindowOverflow(int(over.sum()), int(n.size), limit, int((n[over] - limit).sum()))
+    scale = total / n.size if n.size else 1.0
+    return WindowOverflow(int(round(over.sum() * scale)), total, limit, int(round((n[over] - limit).sum() * scale)),
+                          int(n.size))
