@@ -142,7 +142,9 @@ def test_stage_flags_say_what_they_do_and_take_none(md_corpus, tmp_path, capsys)
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--out", str(out)]) == 0
     assert json.loads(out.read_text())["config"]["retriever"]["stemmer"] == "english"
     capsys.readouterr()
-    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--k1", "none"]) == 2
+    with pytest.raises(SystemExit) as exited:
+        main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "bm25", "--k1", "none"])
+    assert exited.value.code == 2
     assert "--k1: expected a number, got 'none'" in capsys.readouterr().err  # k1 cannot be None
 
 
