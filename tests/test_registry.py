@@ -152,6 +152,10 @@ def test_the_example_plugin_registers_through_its_entry_point(md_corpus, tmp_pat
     out = subprocess.run([sys.executable, "-c", "from ragtune.registry import RETRIEVERS; print(RETRIEVERS.names())"],
                          capture_output=True, text=True, check=True).stdout
     assert "overlap" in out
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    assert "smallest share of the query's words a hit must contain (retrievers overlap)" in " ".join(
+        capsys.readouterr().out.split())  # the plugin's own help for its flag
     g = str(write_jsonl(tmp_path / "g.jsonl", [
         {"id": "q1", "q": "When are refunds issued?", "relevant": ["guide/billing.md#refunds"]}]))
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--retriever", "overlap", "--json"]) == 0

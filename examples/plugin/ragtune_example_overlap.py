@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
+from typing import Annotated
 
-from ragtune.config import Config, check_range
+from ragtune.config import Config, Opt, check_range
 from ragtune.registry import RETRIEVERS
 from ragtune.retrieve.filters import ChunkFilter
 from ragtune.types import Hit, Ranking
@@ -23,7 +24,7 @@ WORD = re.compile(r"\w+")
 class OverlapConfig(Config):
     """``min_share``: the smallest share of the query's words a chunk must contain to be returned."""
 
-    min_share: float = 0.0
+    min_share: Annotated[float, Opt("smallest share of the query's words a hit must contain")] = 0.0
 
     def __post_init__(self) -> None:
         check_range("OverlapConfig", "min_share", self.min_share, lo=0, hi=1)
