@@ -55,30 +55,31 @@ def test_pseudo_pairs_ask_for_sections_by_heading_and_first_sentence(corpus):
     pairs = {p.qid: p for p in pseudo_pairs(corpus)}
     heading = pairs["install.md#requirements::heading"]
     assert heading.query == "Installation > Requirements"  # the explicit {#install} id is not part of the query
-    assert heading.anchors == ("install.md#requirements",)
-    assert heading.positive.startswith("Python 3.10 or newer is needed. The package") and "#" not in heading.positive
+    assert heading.anchors == ("install.md#requirements",) and heading.positive is None and not heading.cut
     sentence = pairs["deploy.md#health-checks::sentence"]
-    assert sentence.query == "The server answers health probes on a dedicated path."
-    assert sentence.positive == "Load balancers should poll it every ten seconds."
-    assert sentence.query not in sentence.positive
+    assert sentence.query == sentence.cut == "The server answers health probes on a dedicated path."
     assert not any(q.startswith("install.md#tiny") for q in pairs)  # too little text to ask for
     venv = pairs["install.md#virtual-environments::sentence"]  # admonition fences and include lines dropped
     assert venv.query == "Create a virtual environment for each project."
-    assert venv.positive == "Activate it before installing so the package lands in the project only."
-    assert not any(p.positive is None for p in pairs.values())
 
 
-def test_pseudo_groups_exclude_the_section_and_strip_headings(corpus):
+def test_pseudo_groups_look_like_inference_and_cut_the_query_sentence(corpus):
     pipeline = build_pipeline(corpus, PipelineConfig(retriever="bm25"))
     pairs = pseudo_pairs(corpus)
-    groups = mine_groups(pipeline, pairs, negatives=2, random_negatives=1, strip_headings=True, show_progress=False)
+    groups = mine_groups(pipeline, pairs, negatives=2, random_negatives=1, show_progress=False)
     assert len(groups) == len(pairs)
+    texts = {c.embed_text for c in pipeline.chunks}
     for g, p in zip(groups, pairs):
-        assert g.passages[0] == p.positive
+        positive = g.passages[0]
+        if p.cut:  # the rest of the section, as the reranker sees it: prefix kept, the query sentence taken out
+            assert p.cut not in positive and positive.startswith(("Installation >", "Deployment >")), positive
+        else:  # a heading path asks for the section's chunk exactly as it is indexed
+            assert positive in texts
         for neg in g.passages[1:]:
-            assert not neg.lstrip().startswith("#") and neg != p.positive
-            assert p.positive not in neg  # the section itself is never a negative
+            assert neg in texts and neg != positive  # negatives are indexed chunks too, never the section itself
         assert len(g.passages) == len(set(g.passages)) >= 2
+    health = next(g for g, p in zip(groups, pairs) if p.qid == "deploy.md#health-checks::sentence")
+    assert health.passages[0] == "Deployment > Health checks ## Health checks Load balancers should poll it every ten seconds."
 
 
 def test_golden_pairs_and_groups(corpus, tmp_path):

@@ -1,16 +1,15 @@
 """Training groups for a cross-encoder: one query, one positive passage, hard and random negatives.
 
 - :func:`golden_pairs`: (query, relevant anchors) from a golden set's *train* split;
-- :func:`pseudo_pairs`: (query, passage) pairs from the corpus alone, no labels: a section's heading
-  path asks for its body, a section's first sentence asks for the rest of the section;
+- :func:`pseudo_pairs`: (query, section) pairs from the corpus alone, no labels: a section's heading
+  path asks for it, a section's first sentence asks for the rest of the section;
 - :func:`llm_pairs`: questions an LLM wrote for each section (with a generator configured);
 - :func:`mine_groups`: hard negatives for each pair from ragtune's own first stage (hybrid by default),
   every chunk covering a positive anchor excluded, plus random negatives;
 - :func:`check_overlap`: refuse a training set that shares questions with the evaluation set.
 
 Passages are what the reranker sees at inference: a chunk's ``embed_text`` (its heading path or title
-prefixed). Pseudo pairs strip headings from every passage, positives and negatives alike, so the
-model cannot learn the query from the prefix.
+prefixed), positives and negatives alike.
 """
 
 from __future__ import annotations
@@ -32,12 +31,13 @@ __all__ = ["Pair", "Group", "golden_pairs", "pseudo_pairs", "llm_pairs", "mine_g
 @dataclass(frozen=True, slots=True)
 class Pair:
     """A query and what answers it. ``anchors`` are excluded from its negatives; ``positive`` is the
-    passage text (None: the text of the chunk covering the first anchor)."""
+    passage text (None: the text of the chunk covering the first anchor, without ``cut``)."""
 
     qid: str
     query: str
     anchors: tuple[str, ...]
     positive: str | None = None
+    cut: str = ""  # text taken out of the positive (a pseudo query drawn from it), whitespace-insensitive
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,11 +117,14 @@ def _clean_title(t: str) -> str:
 def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[Pair]:
     """Pairs from the corpus alone, for a corpus with sections (markdown).
 
-    For each section with at least ``min_chars`` characters of its own text (headings removed):
-    its heading path (``Tutorial > Security > OAuth2 scopes``) asks for that text; and when the text has
-    more than one sentence, its first sentence (six words or more) asks for the rest. Admonition fences
-    (``/// note``) and include lines (``{* file *}``) are dropped; code fences are kept (they are what the
-    documentation holds). Deterministic for a corpus; ``seed`` is unused here and kept for symmetry.
+    For each section with at least ``min_chars`` characters of its own text (headings and markup removed):
+    its heading path (``Tutorial > Security > OAuth2 scopes``) asks for the section; and when the text has
+    more than one sentence, its first sentence (six words or more) asks for the section without that
+    sentence (an inverse cloze task). The positive is the section's chunk as the reranker will see it
+    (heading path prefixed), like its negatives: a passage that differs from its negatives in form (headings
+    stripped from one side only, say) teaches the model that form instead of relevance. Admonition fences
+    (``/// note``) and include lines (``{* file *}``) do not count as text. Deterministic for a corpus;
+    ``seed`` is unused here and kept for symmetry.
     """
     del seed
     pairs: list[Pair] = []
@@ -132,12 +135,12 @@ def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[
                 continue
             path = " > ".join(_clean_title(t) for t in s.heading_path if _clean_title(t))
             if path:
-                pairs.append(Pair(f"{s.anchor}::heading", path, (s.anchor,), own))
+                pairs.append(Pair(f"{s.anchor}::heading", path, (s.anchor,)))
             m = _SENTENCE.match(own)
             if m:
                 first, rest = m.group(1).strip(), own[m.end():].strip()
                 if len(first.split()) >= 6 and not first.endswith(":") and len(rest) >= min_chars // 2:
-                    pairs.append(Pair(f"{s.anchor}::sentence", first, (s.anchor,), rest))
+                    pairs.append(Pair(f"{s.anchor}::sentence", first, (s.anchor,), cut=first))
     if not pairs:
         raise ConfigError("pairs='pseudo' found no section with enough text to make pairs; it needs a corpus with "
                           "headings (markdown); give a golden set instead (pairs='golden')")
@@ -175,19 +178,18 @@ def llm_pairs(corpus: Corpus, generator: str, *, base_url: str | None = None, pe
 
 
 def mine_groups(pipeline, pairs: Sequence[Pair], *, negatives: int = 7, random_negatives: int = 1, depth: int = 30,
-                seed: int = 0, strip_headings: bool = False, show_progress: bool = True) -> list[Group]:
+                seed: int = 0, show_progress: bool = True) -> list[Group]:
     """For each pair: the positive passage, the first ``negatives`` first-stage hits that cover none of the
     pair's anchors (hard negatives), and ``random_negatives`` other chunks drawn at random.
 
     ``pipeline`` is a :class:`ragtune.pipeline.Pipeline` (its ``base`` retriever is searched to ``depth``).
     A pair whose positive text is missing takes the text of the chunk that covers its first anchor best
-    (largest overlap). Pairs with too few negatives (a tiny corpus) keep what they got, at least one;
+    (largest overlap), without the pair's ``cut``. Pairs with too few negatives (a tiny corpus) keep what they got, at least one;
     a pair with none is dropped."""
     from ..evaluate.evaluate import covers
 
     corpus, chunks = pipeline.corpus, pipeline.chunks
     rng = random.Random(seed)
-    text = (lambda c: _body(c.text)) if strip_headings else (lambda c: c.embed_text)
     by_doc: dict[str, list[Chunk]] = {}
     for c in chunks:
         by_doc.setdefault(c.doc_id, []).append(c)
@@ -201,14 +203,16 @@ def mine_groups(pipeline, pairs: Sequence[Pair], *, negatives: int = 7, random_n
             if not covering:
                 continue
             best = max(covering, key=lambda c: min(c.end, span.end) - max(c.start, span.start))
-            positive = text(best)
+            positive = best.embed_text
+            if pair.cut:  # the query was drawn from this passage: take it out (spacing ignored)
+                positive = " ".join(" ".join(positive.split()).replace(" ".join(pair.cut.split()), " ", 1).split())
         ranking = pipeline.base.search(pair.query, k=depth)
         hard: list[str] = []
         seen = {positive}
         for h in ranking.hits:
             if len(hard) >= negatives:
                 break
-            t = text(h.chunk)
+            t = h.chunk.embed_text
             if t and t not in seen and not any(covers(h.chunk, s) for s in spans):
                 hard.append(t)
                 seen.add(t)
@@ -217,7 +221,7 @@ def mine_groups(pipeline, pairs: Sequence[Pair], *, negatives: int = 7, random_n
             if len(rand) >= random_negatives:
                 break
             c = chunks[rng.randrange(len(chunks))]
-            t = text(c)
+            t = c.embed_text
             if t and t not in seen and not any(covers(c, s) for s in spans):
                 rand.append(t)
                 seen.add(t)

@@ -181,8 +181,7 @@ def mine(corpus: Corpus, golden: GoldenSet | None, options: TrainOptions, *, eva
     config = PipelineConfig(retriever=options.retriever)
     pipeline = build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
     return mine_groups(pipeline, pairs, negatives=options.negatives, random_negatives=options.random_negatives,
-                       depth=options.depth, seed=options.seed, strip_headings=options.pairs == "pseudo",
-                       show_progress=show_progress)
+                       depth=options.depth, seed=options.seed, show_progress=show_progress)
 
 
 def train_reranker(corpus: Corpus, golden: GoldenSet | None = None, *, out_dir: str | os.PathLike[str],
