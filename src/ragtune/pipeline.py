@@ -482,7 +482,8 @@ _WARNED_WINDOW: set[str] = set()
 
 def warn_window(config: PipelineConfig, chunks: Sequence[Chunk], embedder: Any) -> Any:
     """Warn on stderr, once per configuration, when the embedder's window cuts some chunks (prefix included),
-    with the share affected. Returns the :class:`~ragtune.embed.window.WindowOverflow` (None: not countable)."""
+    with the share affected. Returns the :class:`~ragtune.embed.window.WindowOverflow` (None: not countable, or
+    this configuration was warned about already and is not counted again)."""
     from .embed.window import window_overflow
 
     if config.key in _WARNED_WINDOW:  # said once already: no need to count again

@@ -184,8 +184,8 @@ def mine_groups(pipeline, pairs: Sequence[Pair], *, negatives: int = 7, random_n
 
     ``pipeline`` is a :class:`ragtune.pipeline.Pipeline` (its ``base`` retriever is searched to ``depth``).
     A pair whose positive text is missing takes the text of the chunk that covers its first anchor best
-    (largest overlap), without the pair's ``cut``. Pairs with too few negatives (a tiny corpus) keep what they got, at least one;
-    a pair with none is dropped."""
+    (largest overlap), without the pair's ``cut``. Pairs with too few negatives (a tiny corpus) keep what they
+    got, at least one; a pair with none is dropped."""
     from ..evaluate.evaluate import covers
 
     corpus, chunks = pipeline.corpus, pipeline.chunks
