@@ -214,8 +214,13 @@ def test_layers_keeps_the_first_layers_and_the_folder_reloads_smaller(data, tiny
     assert AutoConfig.from_pretrained(tmp_path / "one").num_hidden_layers == 1
     model = AutoModelForSequenceClassification.from_pretrained(tmp_path / "one")
     assert len(model.base_model.encoder.layer) == 1
-    with pytest.raises(ConfigError, match="has only 2 layer"):
+    with pytest.raises(ConfigError, match="has only 2 layer"):  # found before mining
         train_reranker(corpus, golden, out_dir=tmp_path / "three", base=tiny_base, retriever="bm25", layers=3,
                        max_steps=1, show_progress=False)
+    from ragtune.train import mine, train_groups
+
+    groups = mine(corpus, golden, TrainOptions(retriever="bm25"), show_progress=False)
+    with pytest.raises(ConfigError, match="has only 2 layer"):  # and when training groups made elsewhere
+        train_groups(groups, out_dir=tmp_path / "g", base=tiny_base, layers=3, max_steps=1, show_progress=False)
     with pytest.raises(ConfigError, match="layers"):
         TrainOptions(layers=0)

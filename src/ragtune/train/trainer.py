@@ -197,6 +197,8 @@ def train_reranker(corpus: Corpus, golden: GoldenSet | None = None, *, out_dir: 
     _check_data(options, golden)
     _require_torch()
     base = resolve_base(options.base)  # fail before mining when the base cannot load
+    if options.layers is not None:  # and when it has fewer layers than asked to keep
+        _check_depth(base, options)
     groups = mine(corpus, golden, options, eval_golden=eval_golden, drop_overlap=drop_overlap,
                   show_progress=show_progress)
     data = {"pairs": options.pairs, "corpus": getattr(corpus, "source", None) or getattr(corpus, "root", None),
@@ -406,6 +408,18 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
                 "pairs_per_s": result.pairs_per_s}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return result
+
+
+def _check_depth(base: str, options: TrainOptions) -> None:
+    from transformers import AutoConfig
+
+    try:
+        depth = getattr(AutoConfig.from_pretrained(base), "num_hidden_layers", None)
+    except (OSError, ValueError):
+        return  # the model load says what is wrong, in full
+    if isinstance(depth, int) and options.layers > depth:
+        raise ConfigError(f"layers={options.layers}: base model {options.base!r} has only {depth} layer(s); pass at "
+                          f"most {depth}, or leave layers unset to keep them all")
 
 
 def _keep_layers(model, n: int, name: str) -> None:
