@@ -417,9 +417,14 @@ def _check_depth(base: str, options: TrainOptions) -> None:
         depth = getattr(AutoConfig.from_pretrained(base), "num_hidden_layers", None)
     except (OSError, ValueError):
         return  # the model load says what is wrong, in full
-    if isinstance(depth, int) and options.layers > depth:
-        raise ConfigError(f"layers={options.layers}: base model {options.base!r} has only {depth} layer(s); pass at "
-                          f"most {depth}, or leave layers unset to keep them all")
+    if isinstance(depth, int):
+        _check_layers(options.layers, depth, options.base)
+
+
+def _check_layers(n: int, depth: int, name: str) -> None:
+    if n > depth:
+        raise ConfigError(f"layers={n}: base model {name!r} has only {depth} layer(s); pass at most {depth}, or "
+                          "leave layers unset to keep them all")
 
 
 def _keep_layers(model, n: int, name: str) -> None:
@@ -432,9 +437,7 @@ def _keep_layers(model, n: int, name: str) -> None:
     if not isinstance(layers, torch.nn.ModuleList):
         raise ConfigError(f"layers={n}: cannot find the transformer layers of base model {name!r} "
                           f"({type(model).__name__}); layers works for BERT-style encoders, leave it unset otherwise")
-    if n > len(layers):
-        raise ConfigError(f"layers={n}: base model {name!r} has only {len(layers)} layer(s); pass at most "
-                          f"{len(layers)}, or leave layers unset to keep them all")
+    _check_layers(n, len(layers), name)
     encoder.layer = torch.nn.ModuleList(list(layers)[:n])
     model.config.num_hidden_layers = n
 
