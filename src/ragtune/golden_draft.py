@@ -34,7 +34,7 @@ from typing import Annotated, Any
 
 from .corpus.corpus import Corpus
 from .errors import ConfigError
-from .options import Opt
+from .config import Opt
 
 __all__ = ["KINDS", "DraftLLM", "draft_golden_set", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
            "question_overlap", "review_drafts", "write_drafts", "parse_questions", "DraftResult"]

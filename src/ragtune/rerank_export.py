@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Annotated
 
 from .errors import ConfigError, MissingDependencyError
-from .options import Opt
+from .config import Opt
 
 __all__ = ["ExportOptions", "ExportResult", "export_cross_encoder"]
 

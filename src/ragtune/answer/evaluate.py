@@ -14,7 +14,7 @@ from ..progress import progress_iter
 from . import answer_question
 from .base import Generator
 from ..errors import ConfigError
-from ..options import Opt
+from ..config import Opt
 from .gate import ConfidenceGate, cross_validated_gates, top_score
 
 __all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text"]

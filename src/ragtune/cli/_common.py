@@ -10,7 +10,7 @@ import typing
 from typing import Any
 
 from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
-from ..options import (K, add_chunker_flags, add_pipeline_flags, filters, finite_float, float_in, int_in,  # noqa: F401
+from .options import (K, add_chunker_flags, add_pipeline_flags, filters, finite_float, float_in, int_in,  # noqa: F401
                        int_list, load_pipeline, pipeline_config, pipeline_flags)
 
 

@@ -10,7 +10,7 @@ from ..evaluate.evaluate import _finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
 from ..golden import load_golden
-from ..options import add_flags, kwargs
+from .options import add_flags, kwargs
 from ..pipeline import compare_candidates, first_stage_check, run_eval
 from ..render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
                       render_rerank_usage)

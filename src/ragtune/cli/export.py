@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from ..external.files import export_to
-from ..options import add_flags, kwargs
+from .options import add_flags, kwargs
 
 
 def cmd_export(args) -> int:

@@ -9,7 +9,7 @@ from ..corpus import load_corpus
 from ..golden import load_golden
 from ..pipeline import PipelineConfig
 from ..render import render_built, render_diff, render_version_line
-from ..options import add_ray_flags, ray_options
+from .options import add_ray_flags, ray_options
 from ._common import add_pipeline_flags, command, emit, finite_float, int_in, pipeline_flags
 
 

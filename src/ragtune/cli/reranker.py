@@ -6,7 +6,7 @@ import json
 
 from ..corpus import load_corpus
 from ..golden import load_golden
-from ..options import add_flags, kwargs
+from .options import add_flags, kwargs
 from ..rerank_export import ExportOptions, export_cross_encoder
 from ..train.trainer import TrainOptions, train_reranker
 from ._common import command

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..options import add_flags, kwargs
+from .options import add_flags, kwargs
 from ..serve.run import export_log, find_gaps, run_server
 from ._common import add_output, emit
 

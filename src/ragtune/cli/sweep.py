@@ -8,7 +8,7 @@ import sys
 from ..corpus import load_corpus
 from ..evaluate.compare import compare
 from ..golden import load_golden
-from ..options import add_flags, add_ray_flags, kwargs, ray_options
+from .options import add_flags, add_ray_flags, kwargs, ray_options
 from ..sweep import load_grid, sweep
 from ..render import render_plan
 from ._common import command, int_in

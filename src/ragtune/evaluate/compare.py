@@ -24,7 +24,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from ..errors import ConfigError
-from ..options import Opt
+from ..config import Opt
 from .run import Run, load_runs
 from .significance import (
     bootstrap_ci,

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from ..errors import ConfigError, CorpusNotFoundError
-from ..options import Opt
+from ..config import Opt
 from .run import Run
 
 __all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS", "check_gate",

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from ..errors import ConfigError
 from ..evaluate.evaluate import EvalResult
-from ..options import Opt
+from ..config import Opt
 
 __all__ = ["evaluate_outside", "parse_headers"]
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError
-from ..options import Opt
+from ..config import Opt
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate_rankings
 from ..evaluate.run import _desc, read_trec
 from ..golden import GoldenItem, GoldenSet

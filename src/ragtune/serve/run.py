@@ -8,7 +8,7 @@ import sys
 from typing import Annotated, Any, TextIO
 
 from ..errors import ConfigError, MissingDependencyError
-from ..options import Opt
+from ..config import Opt
 
 __all__ = ["run_server", "open_log", "find_gaps", "export_log"]
 

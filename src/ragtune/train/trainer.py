@@ -26,7 +26,7 @@ from ..config import Config, check_choice, check_range
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, MissingDependencyError
 from ..golden import GoldenSet
-from ..options import Opt
+from ..config import Opt
 from ..progress import format_duration, note, progress_iter
 from .pairs import Group, check_overlap, golden_pairs, llm_pairs, mine_groups, pseudo_pairs
 

@@ -18,9 +18,9 @@ import typing
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .config import NONE_FLAG, Opt, parse_list, parse_number
-from .engines import ENGINES
-from .errors import ConfigError
+from ..config import NONE_FLAG, Opt, parse_list, parse_number
+from ..engines import ENGINES
+from ..errors import ConfigError
 
 __all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
@@ -54,8 +54,8 @@ def add_stage_flags(parser: Any, stage: str) -> None:
     """One flag per option of every registered entry of ``stage`` (chunker, retriever, reranker), from the
     entries' config classes: ``--size``, ``--rrf-k``; rerankers' as ``--rerank-<option>``. The value lands in
     ``opt_<name>`` (see :func:`ragtune.pipeline.PipelineConfig.from_flags`)."""
-    from .pipeline import RERANK_PREFIX, _option_types, option_owners
-    from .registry import RERANKERS
+    from ..pipeline import RERANK_PREFIX, _option_types, option_owners
+    from ..registry import RERANKERS
 
     hints = _option_types(stage)
     owners = option_owners(stage) if stage != "reranker" else {
@@ -91,7 +91,7 @@ def _or_none(parse: Callable[[str], Any] | None) -> Callable[[str], Any]:
 
 def _stage_help(stage: str) -> dict[str, str]:
     """Option name -> the help its config field declares (``Annotated[int, Opt("...")]``), first entry wins."""
-    from .registry import CHUNKERS, RERANKERS, RETRIEVERS
+    from ..registry import CHUNKERS, RERANKERS, RETRIEVERS
 
     out: dict[str, str] = {}
     for entry in {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]:
@@ -185,7 +185,7 @@ def _default(target: Callable[..., Any], name: str) -> Any:
 
 def add_chunker_flags(p: Any) -> None:
     """--chunker, --prefix, --embedder (+ its prefixes) and every registered chunker's options."""
-    from .registry import CHUNKERS, EMBEDDERS
+    from ..registry import CHUNKERS, EMBEDDERS
 
     p.add_argument("--chunker", default=None,
                    help=f"auto (default: section for markdown, document otherwise) or one of: {CHUNKERS.spell()}")
@@ -203,7 +203,7 @@ def add_chunker_flags(p: Any) -> None:
 def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> None:
     """The inputs (--corpus or --store/--version), the chunker flags, the first stage and its options, and (with
     ``rerank``) the reranker, its options, --candidates and --filter."""
-    from .registry import RERANKERS, RETRIEVERS
+    from ..registry import RERANKERS, RETRIEVERS
 
     if store:
         p.add_argument("--corpus", help="markdown/text folder, BEIR folder or corpus.jsonl")
@@ -228,7 +228,7 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
 
 def pipeline_flags(args: Any) -> dict[str, Any]:
     """The pipeline flags that were given, by their config names."""
-    from .pipeline import PIPELINE_KEYS
+    from ..pipeline import PIPELINE_KEYS
 
     flags = {k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
              and getattr(args, k, None) is not None}
@@ -237,7 +237,7 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
     # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
     if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
-        from .embed import with_prefixes  # the prefixes become part of the embedder's name
+        from ..embed import with_prefixes  # the prefixes become part of the embedder's name
 
         flags["embedder"] = with_prefixes(flags.get("embedder") or "minilm", args.query_prefix, args.passage_prefix)
     return flags
@@ -256,13 +256,13 @@ def ray_options(args: Any) -> Any:
         if getattr(args, "ray_cpus", None):
             raise ConfigError("--ray-cpus sizes a local Ray instance; add --ray")
         return None
-    from .scale import RayOptions
+    from ..scale import RayOptions
 
     return RayOptions(address=args.ray, num_cpus=args.ray_cpus)
 
 
 def pipeline_config(args: Any, **extra: Any):
-    from .pipeline import PipelineConfig
+    from ..pipeline import PipelineConfig
 
     return PipelineConfig.from_flags({**pipeline_flags(args), **extra})
 
@@ -271,7 +271,7 @@ def filters(args: Any) -> str | None:
     """The --filter expressions as one expression (each flag ANDed), validated now."""
     if not getattr(args, "filter", None):
         return None
-    from .retrieve.filters import combine_filters
+    from ..retrieve.filters import combine_filters
 
     combine_filters(args.filter)  # a syntax error fails before anything is built
     return args.filter[0] if len(args.filter) == 1 else " and ".join(f"({f})" for f in args.filter)
@@ -279,8 +279,8 @@ def filters(args: Any) -> str | None:
 
 def load_pipeline(args: Any):
     """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.pipeline.open_pipeline`)."""
-    from .pipeline import open_pipeline
-    from .registry import RERANKERS
+    from ..pipeline import open_pipeline
+    from ..registry import RERANKERS
 
     if getattr(args, "candidates", None) and not args.rerank:
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
