@@ -6,6 +6,7 @@ naturally catch::
 
     RagtuneError
      +-- ConfigError            (ValueError)         an option or configuration is invalid
+          +-- EmptyIndexError                        a chunker produced no chunks: there is nothing to index
      +-- CorpusError            (ValueError)         a corpus file is malformed or empty
      +-- CorpusNotFoundError    (FileNotFoundError)  a corpus or golden-set path does not exist
      +-- GoldenSetError         (ValueError)         a golden set file is malformed
@@ -14,6 +15,9 @@ naturally catch::
      +-- GridError              (ValueError)         a sweep grid file is invalid
      +-- SweepStateError        (ValueError)         a sweep folder holds another corpus's or golden set's results
      +-- StoreError             (ValueError)         an index store or version is missing, damaged or incompatible
+          +-- DamagedStoreError                      CURRENT, history.json or a version's files are damaged
+          +-- StoreLockedError                       another process held the store lock past the timeout
+          +-- CurrentMovedError                      CURRENT moved while a refresh, build or migrate ran
      +-- APIError               (ConnectionError)    a remote API failed after retries or answered nonsense
      +-- EngineError            (RuntimeError)       an outside search engine (Milvus) refused or failed an operation
      +-- TelemetryError         (OSError)            the telemetry log cannot be opened or written
@@ -27,6 +31,7 @@ from __future__ import annotations
 __all__ = [
     "RagtuneError",
     "ConfigError",
+    "EmptyIndexError",
     "CorpusError",
     "CorpusNotFoundError",
     "GoldenSetError",
@@ -35,6 +40,9 @@ __all__ = [
     "GridError",
     "SweepStateError",
     "StoreError",
+    "DamagedStoreError",
+    "StoreLockedError",
+    "CurrentMovedError",
     "APIError",
     "EngineError",
     "TelemetryError",
@@ -48,6 +56,10 @@ class RagtuneError(Exception):
 
 class ConfigError(RagtuneError, ValueError):
     """An option or configuration value is invalid."""
+
+
+class EmptyIndexError(ConfigError):
+    """The chunker produced no chunks (every document is empty): there is nothing to index."""
 
 
 class CorpusError(RagtuneError, ValueError):
@@ -83,6 +95,19 @@ class SweepStateError(RagtuneError, ValueError):
 
 class StoreError(RagtuneError, ValueError):
     """The store is missing, a version is unknown or damaged, or an operation would mix incompatible indexes."""
+
+
+class DamagedStoreError(StoreError):
+    """A pointer file (``CURRENT``, ``history.json``) or a version's files are damaged; the message names the file
+    and the repair."""
+
+
+class StoreLockedError(StoreError):
+    """Another process held the store lock (``building/.lock``) past the timeout; the message names it."""
+
+
+class CurrentMovedError(StoreError):
+    """``CURRENT`` moved while a refresh, build or migrate ran: promoting would undo that change, so it was refused."""
 
 
 class APIError(RagtuneError, ConnectionError):

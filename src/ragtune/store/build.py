@@ -47,44 +47,52 @@ def _embedding_info(emb) -> dict[str, Any]:
 
 
 def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, promote: bool | None = None,
-                  show_progress: bool = False, ray: Any = None) -> VersionInfo:
+                  show_progress: bool = False, make_embedder: Callable[[str], Any] | None = None) -> VersionInfo:
     """Chunk and embed ``corpus`` into a new version (through :func:`~ragtune.pipeline.build_pipeline`). With
-    ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``. With ``ray``
-    (:class:`ragtune.scale.RayOptions`) the texts missing from the embedding cache are embedded as Ray tasks."""
+    ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``.
+    ``make_embedder(name)`` makes the embedder (``ragtune.scale.ray_embedders(options)`` embeds the texts missing
+    from the embedding cache as Ray tasks)."""
     if config.rerank or config.filter:
         raise ConfigError("an index holds chunking and retrieval only; rerank and filter apply at query time")
     t0 = time.perf_counter()
+    before = store.current_id() if promote else None  # promote compares-and-swaps against what was current
     config = config.resolved(corpus.kind)
-    resources = Resources(config.embedder, show_progress=show_progress, ray=ray)
+    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
     if is_milvus(config):
-        return _build_milvus(store, corpus, config, resources, promote, t0)
+        return _build_milvus(store, corpus, config, resources, promote, t0, before)
     try:
         pipeline = build_pipeline(corpus, config, resources=resources)
-    except ConfigError as e:
-        if "produced no chunks" in str(e):
-            raise StoreError("the corpus produced no chunks: nothing to index") from None
-        raise
+    except EmptyIndexError:
+        raise StoreError("the corpus produced no chunks: nothing to index") from None
     chunks, parents = list(pipeline.chunks), list(pipeline.parents)
+    stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
+    vectors, embedding, bm25, index = _artifacts(pipeline, resources, stats)
+    v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
+                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, bm25=bm25, index=index)
+    store.promote_built(v.id, promote, before)
+    return v
+
+
+def _artifacts(pipeline: Pipeline, resources: Resources, stats: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
+    """What a version saves of a built first stage: (vectors, embedding record, BM25 index, own index): the
+    vectors and BM25 index of the built-in retrievers (hybrid's parts too), and the whole first stage when its
+    registry entry keeps an index of its own (``stores_index``)."""
     parts = _parts(pipeline.base)
     bm25 = next((r for r in parts if isinstance(r, BM25Retriever)), None)
     dense = next((r for r in parts if hasattr(r, "vectors")), None)
+    index = pipeline.base if RETRIEVERS.get(pipeline.config.retriever).stores_index else None
     vectors = embedding = None
-    stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
     if dense is not None:
         emb = resources.embedder()
         vectors = dense.vectors
         embedding = _embedding_info(emb)
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
-    v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, bm25=bm25)
-    if promote or (promote is None and store.current_id() is None):
-        store.promote(v.id)
-    return v
+    return vectors, embedding, bm25, index
 
 
 def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, allow_mass_removal: bool = False,
                     max_removed_share: float = 0.5, show_progress: bool = False,
-                    ray: Any = None) -> tuple[VersionInfo, dict[str, Any]]:
+                    make_embedder: Callable[[str], Any] | None = None) -> tuple[VersionInfo, dict[str, Any]]:
     """A new version from the current one: only added and changed documents are chunked and embedded.
 
     Refuses, writing nothing, when more than ``max_removed_share`` of the current version's documents would
@@ -120,7 +128,8 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
     for p in old_parents:
         parents_by_doc.setdefault(p.doc_id, []).append(p)
 
-    chunker = default_chunker(corpus, config.chunker, prefix=config.prefix, **dict(config.chunker_options))
+    config = config.resolved(corpus.kind)
+    chunker = CHUNKERS.build(config.chunker, options=config.chunker_config())
     new_chunks, new_parents = chunk_documents([d for d in corpus if d.id in redo], chunker)
     fresh_by_doc: dict[str, list[Chunk]] = {}
     for c in new_chunks:
@@ -137,12 +146,13 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
     if not chunks:
         raise StoreError("the refreshed corpus produced no chunks: nothing to index")
 
+    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
     vectors = embedding = None
     stats: dict[str, Any] = {"added": [d.id for d in added], "changed": [d.id for d in changed], "removed": removed,
                              "documents_chunked": len(redo), "chunks_new": len(new_chunks),
                              "chunks_reused": len(chunks) - len(new_chunks)}
     if config.uses_vectors:
-        emb = _embedder(config.embedder, show_progress, ray)
+        emb = resources.embedder()
         embedding = _embedding_info(emb)
         if old.manifest.get("embedding") and old.manifest["embedding"]["key"] != embedding["key"]:
             raise StoreError(f"{old.id} was embedded with {old.manifest['embedding']['model']} but the embedder now "
@@ -158,20 +168,22 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         if todo:
             vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
-    bm25 = _bm25_for(config, chunks)
+    bm25 = index = None
+    if not is_milvus(config):  # the first stage over the merged chunks and vectors, through the one builder
+        resources.stored = StoredIndex(chunking=(chunks, parents), vectors=vectors)
+        built = build_pipeline(corpus, config, resources=resources)
+        _, _, bm25, index = _artifacts(built, resources, {})
     publish, discard = build_collection(store, config, chunks, vectors) if is_milvus(config) else (None, None)
     try:
         with store.locked():  # from the check of CURRENT to the promote: no other writer in between
-            moved = store.current_id()
-            if promote and moved != old.id:
-                raise StoreError(f"the current version moved from {old.id} to {moved} while this refresh ran (another "
-                                 "refresh, promote or rollback); nothing was written, so that update is not lost. Run "
-                                 f"the refresh again to apply this corpus on top of {moved}")
+            again = "Run the refresh again to apply this corpus on top of {now}"
+            if promote:
+                store.expect_current(old.id, doing="this refresh", kept="nothing was written", again=again)
             v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
                                     embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id,
-                                    stats=stats, bm25=bm25, engine=publish)
+                                    stats=stats, bm25=bm25, index=index, engine=publish)
             if promote:
-                store.promote(v.id)
+                store.promote(v.id, expect=old.id, doing="this refresh", again=again)
     except BaseException:
         if discard is not None:
             discard()  # a no-op once published: the collection has the version's name by then
@@ -212,7 +224,7 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
 
 
 def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, resources: Resources,
-                  promote: bool | None, t0: float) -> VersionInfo:
+                  promote: bool | None, t0: float, before: str | None = None) -> VersionInfo:
     """build_version for the milvus engine: the chunks (and vectors) go to the store's files as always and to a
     collection of their own, published under the version's name when the version is."""
     from ..chunking import chunk_documents
@@ -238,8 +250,7 @@ def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, res
     except BaseException:
         discard()  # the previous version keeps serving; no collection is left behind
         raise
-    if promote or (promote is None and store.current_id() is None):
-        store.promote(v.id)
+    store.promote_built(v.id, promote, before)
     return v
 
 
@@ -281,7 +292,9 @@ def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: fl
     cmp = compare_runs(results["blue"], results["green"], metric=metric, samples=samples, seed=seed,
                        names=(f"blue {blue.id}", f"green {green.id}"))
     ok = cmp.delta >= -max_drop
-    if ok:
-        store.promote(green.id)
+    if ok:  # only over the blue it measured: a refresh, promote or rollback made meanwhile is never undone
+        store.promote(green.id, expect=blue.id, doing="this migrate",
+                      kept=f"green {green.id} was built and evaluated but not promoted",
+                      again="Run the migrate again to migrate {now}")
     return {"blue": blue.id, "green": green.id, "metric": metric, "max_drop": max_drop, "promoted": ok,
             "comparison": cmp.to_dict(), "text": cmp.to_text()}

@@ -25,7 +25,22 @@ resolve ``CURRENT`` once and then read an immutable folder, so a promote or
 rollback never changes what an in-flight reader sees. Promote and rollback
 check the sizes and hashes of a version's files; loading checks their sizes
 and the content as it is parsed. A damaged version is refused with a
-:class:`StoreError` naming the version, the file and the way back.
+:class:`DamagedStoreError` naming the version, the file and the way back.
+
+Every read of ``CURRENT`` and ``history.json`` goes through one reader
+(:meth:`IndexStore.current_id`, :meth:`IndexStore.history`): a pointer that is
+not UTF-8, empty, a folder, not a version id, or names a version that is gone
+raises :class:`DamagedStoreError` with the repair; gc deletes nothing then.
+
+Every promote is a compare-and-swap under the store lock:
+``promote(v, expect=previous)`` refuses with :class:`CurrentMovedError` when
+``CURRENT`` no longer names ``previous`` (a refresh, promote, rollback or
+migrate moved it meanwhile), so no writer undoes another's change.
+
+The lock waits ``lock_timeout`` seconds (30 by default, ``RAGTUNE_LOCK_TIMEOUT``),
+says on stderr who holds it (the holder writes its pid, host, command and start
+time into ``building/.lock``) and then raises :class:`StoreLockedError` naming
+the holder and whether it is still running, stopped or gone.
 """
 
 from __future__ import annotations
@@ -37,6 +52,9 @@ import json
 import os
 import re
 import shutil
+import socket
+import stat
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -46,16 +64,22 @@ from typing import Any
 
 import numpy as np
 
-from .. import __version__
+from .._version import __version__
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, StoreError
+from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, StoreError, StoreLockedError
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
-__all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "doc_hash"]
+__all__ = ["IndexConfig", "IndexStore", "StoreError", "DamagedStoreError", "StoreLockedError", "CurrentMovedError",
+           "VersionInfo", "doc_hash"]
 
 _VERSION_NAME = re.compile(r"^v\d+$")
 _POINTER_TMP = re.compile(r"^\.(CURRENT|history\.json)\.tmp\d+$")
+_ANY = object()  # promote(expect=_ANY): no compare-and-swap (a promote by hand, the repair of a damaged CURRENT)
+_CURRENT_LIMIT = 4096  # a version id is a few bytes: CURRENT is never read past this
+_HISTORY_LIMIT = 64 << 20
+DEFAULT_LOCK_TIMEOUT = 30.0
+_LOCK_NOTICE_S = 1.0  # say that we wait once the lock has been busy this long
 
 
 # A version is built from a PipelineConfig (chunking, first stage, embedder); rerank and filter apply at query time.
@@ -224,14 +248,18 @@ class IndexStore:
     """Versions of one index in a folder; see the module docstring for the layout.
 
     The constructor touches nothing. Reading a folder that is not a store raises :class:`StoreError`;
-    writing a version into a new folder creates the store.
+    writing a version into a new folder creates the store. ``lock_timeout``: seconds to wait for the store lock
+    (default ``RAGTUNE_LOCK_TIMEOUT`` or 30) before :class:`StoreLockedError`.
     """
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], *, lock_timeout: float | None = None):
         self.root = Path(root)
         self.versions_dir = self.root / "versions"
         self.building_dir = self.root / "building"
         self.trash_dir = self.root / "trash"
+        self.lock_timeout = _lock_timeout() if lock_timeout is None else float(lock_timeout)
+        if not self.lock_timeout >= 0:
+            raise ConfigError(f"lock_timeout must be 0 or more seconds, got {lock_timeout!r}")
         self._held = threading.local()
 
     # --- reading ---------------------------------------------------------------------------
@@ -281,11 +309,15 @@ class IndexStore:
         self._require()
         vid = version or self.current_id()
         if vid is None:
-            raise StoreError(f"{self.root} has no current version; promote one with `ragtune index promote V`")
+            raise StoreError(f"{self.root} has no current version; promote one with "
+                             f"`ragtune index promote --store {self.root} VERSION`")
         path = self.versions_dir / vid
         if not _VERSION_NAME.match(vid) or not path.is_dir():
+            if not version:  # CURRENT names a version that is gone (deleted by hand)
+                raise self._pointer_damage("CURRENT", f"it names {vid}, which is not in versions/")
             have = ", ".join(v.id for v in self.list()) or "none"
-            raise StoreError(f"no version {vid!r} in {self.root}; versions: {have}")
+            shown = vid if len(vid) <= 40 else vid[:40] + "..."
+            raise StoreError(f"no version {shown!r} in {self.root}; versions: {have}")
         v = self._info(path)
         if not v.manifest:
             raise self._damage(vid, v.problem or "manifest.json is unusable")
@@ -300,18 +332,120 @@ class IndexStore:
             raise self._damage(v.id, problem)
         return v
 
-    def current_id(self) -> str | None:
+    # --- the pointers: every read of CURRENT and history.json goes through _read_pointer -------------------
+    def _version_names(self) -> list[str]:
+        """The ids of the folders in versions/ (no manifest read), oldest first."""
         try:
-            vid = (self.root / "CURRENT").read_text(encoding="utf-8").strip()
-        except FileNotFoundError:
+            names = [p.name for p in self.versions_dir.iterdir() if _VERSION_NAME.match(p.name) and p.is_dir()]
+        except OSError:
+            return []
+        return sorted(names, key=lambda n: (len(n), n))
+
+    def _pointer_damage(self, name: str, problem: str) -> DamagedStoreError:
+        path = self.root / name
+        have = ", ".join(self._version_names()[-8:]) or "none"
+        first = ""
+        if path.is_dir() and not path.is_symlink():
+            first = f"move the folder away first (`mv {path} {path}.damaged`), then "
+        if name == "CURRENT":
+            repair = (f"It should hold the id of the current version. Repair: {first}`ragtune index promote --store "
+                      f"{self.root} VERSION` (or write a version id into {path}); versions: {have}")
+        else:
+            repair = (f"It lists the promoted versions, oldest first, for rollback. Repair: {first}`ragtune index "
+                      f"promote --store {self.root} VERSION` starts a new history at VERSION; versions: {have}")
+        return DamagedStoreError(f"{path} is damaged: {problem}. {repair}")
+
+    def _read_pointer(self, name: str, limit: int) -> bytes | None:
+        """The bytes of ``CURRENT`` or ``history.json`` (None: no such file); :class:`DamagedStoreError` when it is
+        a folder, not a regular file, unreadable or longer than ``limit``. Never blocks (a FIFO is refused)."""
+        path = self.root / name
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        except (FileNotFoundError, NotADirectoryError):
             return None
-        return vid or None
+        except IsADirectoryError:
+            raise self._pointer_damage(name, "it is a folder, not a file") from None
+        except OSError as e:
+            raise self._pointer_damage(name, f"it cannot be read ({e.strerror or e})") from None
+        try:
+            st = os.fstat(fd)
+            if stat.S_ISDIR(st.st_mode):
+                raise self._pointer_damage(name, "it is a folder, not a file")
+            if not stat.S_ISREG(st.st_mode):
+                raise self._pointer_damage(name, "it is not a regular file")
+            chunks, size = [], 0
+            while size <= limit and (block := os.read(fd, min(1 << 20, limit + 1 - size))):
+                chunks.append(block)
+                size += len(block)
+        except OSError as e:
+            raise self._pointer_damage(name, f"it cannot be read ({e.strerror or e})") from None
+        finally:
+            os.close(fd)
+        if size > limit:
+            raise self._pointer_damage(name, f"it holds more than {limit:,} bytes (overwritten)")
+        return b"".join(chunks)
+
+    def current_id(self) -> str | None:
+        """The id ``CURRENT`` names, or None when there is no ``CURRENT`` file. :class:`DamagedStoreError` when it
+        is not UTF-8, empty, a folder, or holds something other than one version id."""
+        data = self._read_pointer("CURRENT", _CURRENT_LIMIT)
+        if data is None:
+            return None
+        try:
+            vid = data.decode("utf-8").strip()
+        except UnicodeDecodeError:
+            raise self._pointer_damage("CURRENT", "it is not UTF-8 text (overwritten)") from None
+        if not vid:
+            raise self._pointer_damage("CURRENT", "it is empty")
+        if not _VERSION_NAME.match(vid):
+            shown = vid[:20].encode("unicode_escape").decode("ascii") + ("..." if len(vid) > 20 else "")
+            raise self._pointer_damage("CURRENT", f"it holds {shown!r}, not a version id like v0001")
+        return vid
 
     def history(self) -> list[str]:
-        try:
-            return list(json.loads((self.root / "history.json").read_text(encoding="utf-8")))
-        except (FileNotFoundError, json.JSONDecodeError):
+        """The promoted versions, oldest first ([] when there is no ``history.json``); :class:`DamagedStoreError`
+        when the file is not UTF-8, not JSON, or not a list of version ids."""
+        data = self._read_pointer("history.json", _HISTORY_LIMIT)
+        if data is None:
             return []
+        try:
+            hist = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            raise self._pointer_damage("history.json", "it is not UTF-8 text (overwritten)") from None
+        except json.JSONDecodeError as e:
+            raise self._pointer_damage("history.json", f"it is not valid JSON ({e.msg} at line {e.lineno})") from None
+        if not isinstance(hist, list) or not all(isinstance(h, str) and _VERSION_NAME.match(h) for h in hist):
+            raise self._pointer_damage("history.json", "it is not a list of version ids")
+        return hist
+
+    def _history_or_reset(self, what: str) -> list[str]:
+        """The history for a promote: a damaged one is started again (with a warning), since promote is its repair."""
+        try:
+            return self.history()
+        except DamagedStoreError as e:
+            print(f"warning: {e}; {what} starts a new history", file=sys.stderr)
+            try:
+                cur = self.current_id()
+            except DamagedStoreError:
+                cur = None
+            return [cur] if cur and (self.versions_dir / cur).is_dir() else []
+
+    def _current_or_none(self) -> str | None:
+        try:
+            return self.current_id()
+        except DamagedStoreError:
+            return None
+
+    def expect_current(self, expect: str | None, *, doing: str = "this command", kept: str = "nothing was promoted",
+                       again: str = "Run it again to apply it on top of {now}") -> None:
+        """Raise :class:`CurrentMovedError` unless ``CURRENT`` names ``expect`` (None: no current version). Hold the
+        store lock from this check to the write it guards (:meth:`promote` with ``expect`` does)."""
+        now = self.current_id()
+        if now != expect:
+            raise CurrentMovedError(
+                f"the current version moved from {expect or 'none'} to {now or 'none'} while {doing} ran (another "
+                f"refresh, promote, rollback or migrate); {kept}, so that change is not lost. "
+                + again.format(now=now or "none"))
 
     def _rows(self, v: VersionInfo, name: str, expected: int | None, *, required: bool = True) -> list[dict[str, Any]]:
         p = v.path / name
@@ -378,9 +512,13 @@ class IndexStore:
 
     # --- the lock ------------------------------------------------------------------------------
     @contextlib.contextmanager
-    def locked(self) -> Iterator[None]:
+    def locked(self, timeout: float | None = None) -> Iterator[None]:
         """Hold the store lock (``building/.lock``): builds, promotes, rollbacks and gc of one store
-        run one at a time, across processes and threads. Re-entrant within one thread of this object."""
+        run one at a time, across processes and threads. Re-entrant within one thread of this object.
+
+        Waits at most ``timeout`` seconds (default: ``lock_timeout``), saying on stderr after a second who holds
+        the lock, then raises :class:`StoreLockedError` naming the holder. The holder records its pid, host,
+        command and start time in the lock file."""
         import fcntl
 
         depth = getattr(self._held, "depth", 0)
@@ -391,14 +529,40 @@ class IndexStore:
             finally:
                 self._held.depth = depth
             return
+        lock_path = self.building_dir / ".lock"
         try:
             self.building_dir.mkdir(parents=True, exist_ok=True)
-            fh = open(self.building_dir / ".lock", "a")
+            fh = open(lock_path, "a+", encoding="utf-8")
         except OSError as e:
             raise StoreError(f"cannot take the lock of {self.root} ({e.strerror or e}); check that the folder "
                              "is writable and the disk not full") from e
         try:
-            fcntl.flock(fh, fcntl.LOCK_EX)
+            wait = self.lock_timeout if timeout is None else timeout
+            start = time.monotonic()
+            told = None
+            while True:
+                try:
+                    fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    pass
+                waited = time.monotonic() - start
+                holder = _lock_holder(lock_path)
+                if waited >= wait:
+                    raise StoreLockedError(
+                        f"the store lock {lock_path} is held by {_describe_holder(holder)}; gave up after waiting "
+                        f"{wait:g} s. {_holder_advice(holder, lock_path)}. Then run the command again (or wait "
+                        "longer: RAGTUNE_LOCK_TIMEOUT=SECONDS)")
+                if waited >= min(_LOCK_NOTICE_S, wait / 2) and told != holder.get("pid", "?"):
+                    told = holder.get("pid", "?")
+                    print(f"waiting up to {wait:g} s for the store lock {lock_path}, held by "
+                          f"{_describe_holder(holder)}", file=sys.stderr, flush=True)
+                time.sleep(min(0.05 + waited / 20, 0.5, max(0.0, wait - waited)))
+            with contextlib.suppress(OSError):  # who holds it, for anyone who has to wait (best effort)
+                fh.seek(0)
+                fh.truncate()
+                fh.write(json.dumps(_holder_record()) + "\n")
+                fh.flush()
             self._held.depth = 1
             try:
                 yield
@@ -416,26 +580,61 @@ class IndexStore:
 
     def _write_pointers(self, what: str, current: str, hist: list[str]) -> None:
         self._clean_pointer_tmp()
+        for name in ("history.json", "CURRENT"):  # a folder there cannot be replaced by a file: say how to repair
+            if (self.root / name).is_dir() and not (self.root / name).is_symlink():
+                raise self._pointer_damage(name, "it is a folder, not a file")
         try:
             _replace_atomic(self.root / "history.json", json.dumps(hist))
             _replace_atomic(self.root / "CURRENT", current + "\n")
         except OSError as e:
             raise StoreError(f"{what} failed: {e.strerror or e} ({errno.errorcode.get(e.errno or 0, 'OSError')}); "
-                             f"CURRENT still names {self.current_id()}. {_fix_hint(e, self.root)}") from e
+                             f"CURRENT still names {self._current_or_none()}. {_fix_hint(e, self.root)}") from e
 
     # --- pointer -----------------------------------------------------------------------------
-    def promote(self, version: str) -> VersionInfo:
+    def promote(self, version: str, *, expect: Any = _ANY, doing: str = "this promote",
+                kept: str | None = None, again: str | None = None) -> VersionInfo:
         """Make ``version`` current (atomic: readers see the old or the new pointer, never half).
-        Refuses a version with a missing or damaged file (sizes and checksums are checked)."""
+        Refuses a version with a missing or damaged file (sizes and checksums are checked).
+
+        With ``expect`` (a version id, or None for "no current version") this is a compare-and-swap: under the
+        store lock, :class:`CurrentMovedError` is raised and nothing changes unless ``CURRENT`` still names
+        ``expect``. Every writer that decided to promote from what it read earlier (refresh, build, migrate)
+        passes it, so none undoes a change made meanwhile. Without it (a promote by hand), a damaged ``CURRENT``
+        or ``history.json`` is replaced: this is their repair."""
         self._require()  # before the lock: never create building/ in a folder that is not a store
         with self.locked():
+            if expect is not _ANY:
+                self.expect_current(expect, doing=doing, kept=kept or f"{version} was not promoted",
+                                    again=again or f"Promote it by hand if it should replace {{now}}: `ragtune index "
+                                                   f"promote --store {self.root} {version}`")
             v = self.verify(version, hashes=True)
-            self._switch(f"promoting {v.id}", v, [h for h in self.history() if h != v.id] + [v.id])
+            hist = self._history_or_reset(f"promoting {v.id}")
+            self._switch(f"promoting {v.id}", v, [h for h in hist if h != v.id] + [v.id],
+                         expect=self._current_or_none() if expect is _ANY else expect)
         return v
 
-    def _switch(self, what: str, v: VersionInfo, hist: list[str]) -> None:
-        """Point CURRENT (and, for a version in Milvus, the store's alias first) at ``v``. When CURRENT cannot be
-        written, the alias goes back to the version CURRENT still names."""
+    def promote_built(self, version: str, promote: bool | None, expect: str | None) -> bool:
+        """What a build does with its new version: ``promote=True`` promotes it if ``CURRENT`` still names
+        ``expect`` (read when the build started; :class:`CurrentMovedError` otherwise), ``None`` promotes it only
+        into a store without a current version (the first build; a version another build promoted meanwhile
+        stays current), ``False`` leaves it. Returns whether it was promoted."""
+        if promote:
+            self.promote(version, expect=expect, doing="this build", kept=f"{version} was built but not promoted")
+            return True
+        if promote is None:
+            try:
+                self.promote(version, expect=None, doing="this build")
+                return True
+            except CurrentMovedError:
+                return False
+        return False
+
+    def _switch(self, what: str, v: VersionInfo, hist: list[str], *, expect: str | None) -> None:
+        """Point CURRENT (and, for a version in Milvus, the store's alias first) at ``v``, under the lock, if it
+        still names ``expect`` (read under the same lock: the compare-and-swap every promote goes through).
+        When CURRENT cannot be written, the alias goes back to the version CURRENT still names."""
+        if self._current_or_none() != expect:
+            self.expect_current(expect, doing=what, kept=f"{v.id} was not made current")
         engine = v.manifest.get("engine")
         moved = False
         if engine and engine.get("name") == "milvus":
@@ -446,7 +645,7 @@ class IndexStore:
         try:
             self._write_pointers(what, v.id, hist)
         except StoreError:
-            cur = self.current_id()
+            cur = self._current_or_none()
             if moved and cur:
                 with contextlib.suppress(Exception):
                     old = self.get(cur).manifest.get("engine")
@@ -456,15 +655,20 @@ class IndexStore:
                         point_alias(self.root, cur, old)
             raise
 
-    def rollback(self) -> VersionInfo:
-        """Back to the version promoted before the current one (checked like a promote)."""
+    def rollback(self, *, expect: Any = _ANY) -> VersionInfo:
+        """Back to the version promoted before the current one (checked like a promote). With ``expect``: only if
+        ``CURRENT`` still names it (:class:`CurrentMovedError` otherwise). A damaged ``CURRENT`` or
+        ``history.json`` is refused with :class:`DamagedStoreError` (repair: promote a version by hand)."""
         self._require()
         with self.locked():
-            return self._rollback_locked()
+            return self._rollback_locked(expect)
 
-    def _rollback_locked(self) -> VersionInfo:
-        hist = self.history()
+    def _rollback_locked(self, expect: Any = _ANY) -> VersionInfo:
         cur = self.current_id()
+        if expect is not _ANY:
+            self.expect_current(expect, doing="this rollback", kept="nothing was rolled back",
+                                again="Run the rollback again if it should go back from {now}")
+        hist = self.history()
         if cur in hist:
             hist = hist[: hist.index(cur)]
         existing = {v.id: v for v in self.list(include_damaged=True)}
@@ -480,7 +684,7 @@ class IndexStore:
                              f"version ({', '.join(good) or 'none in the history'}) with `ragtune index promote "
                              f"--store {self.root} VERSION`, or rebuild with `ragtune index build --store {self.root} "
                              "--corpus PATH`")
-        self._switch(f"rolling back to {target}", v, previous)
+        self._switch(f"rolling back to {target}", v, previous, expect=cur)
         return v
 
     def gc(self, keep: int) -> list[str]:
@@ -494,12 +698,22 @@ class IndexStore:
             return self._gc_locked(keep)
 
     def _gc_locked(self, keep: int) -> list[str]:
+        # the pointers decide what is protected: when they cannot be read, nothing is deleted
+        try:
+            cur, hist = self.current_id(), self.history()
+        except DamagedStoreError as e:
+            raise DamagedStoreError(f"gc deleted nothing: {e}") from None
+        if cur is not None and not (self.versions_dir / cur).is_dir():
+            raise DamagedStoreError("gc deleted nothing: " + str(self._pointer_damage(
+                "CURRENT", f"it names {cur}, which is not in versions/")))
+        if cur is None and hist:
+            raise DamagedStoreError("gc deleted nothing: " + str(self._pointer_damage(
+                "CURRENT", f"it is missing, but history.json lists promoted versions ({', '.join(hist[-3:])})")))
         self._empty_trash()  # what a killed gc left
         versions = self.list(include_damaged=True)
         good = [v for v in versions if v.complete]
-        hist = self.history()
         rollback_target = hist[-2] if len(hist) >= 2 else None
-        protect = {self.current_id()} | {v.id for v in good if v.id == rollback_target} | {v.id for v in good[-keep:]}
+        protect = {cur} | {v.id for v in good if v.id == rollback_target} | {v.id for v in good[-keep:]}
         removed = []
         for v in versions:
             if v.id not in protect:
@@ -558,18 +772,21 @@ class IndexStore:
     # --- writing -----------------------------------------------------------------------------
     def _next_id(self) -> str:
         names = [p.name for p in self.versions_dir.iterdir()] if self.versions_dir.is_dir() else []
-        names += [h for h in self.history() if isinstance(h, str)]  # never reuse an id the history names
+        with contextlib.suppress(DamagedStoreError):  # never reuse an id the history names
+            names += self.history()
         nums = [int(n[1:]) for n in names if _VERSION_NAME.match(n)]
         return f"v{(max(nums) + 1) if nums else 1:04d}"
 
     def write_version(self, *, config: IndexConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
                       parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
-                      bm25=None, engine: Callable[[str], Mapping[str, Any]] | None = None) -> VersionInfo:
+                      bm25=None, index=None, engine: Callable[[str], Mapping[str, Any]] | None = None) -> VersionInfo:
         """Write a complete version under building/, sync every file and folder, then rename it into
         versions/ in one step. A failed write (disk full, ...) removes the partial folder and raises
         :class:`StoreError`; nothing is published. ``engine(version_id)``, when given, publishes the version's
-        index in an outside engine (a Milvus collection) and returns what the manifest records as ``engine``."""
+        index in an outside engine (a Milvus collection) and returns what the manifest records as ``engine``.
+        ``index``, a retriever that keeps an index of its own (its registry entry ``stores_index``), saves it
+        into the version's ``index/`` folder with ``index.save(folder)``."""
         try:
             self.versions_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -595,13 +812,16 @@ class IndexStore:
                 if bm25 is not None:
                     step = "bm25/"
                     bm25.save(tmp / "bm25")
+                if index is not None:
+                    step = "index/"
+                    index.save(tmp / "index")
                 step = "syncing the files"
                 files = _seal(tmp)
                 step = "the engine's index"
                 engine_info = dict(engine(vid)) if engine is not None else None
                 manifest = {
                     "id": vid, "ragtune": __version__, "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                    "config": config.to_dict(), "config_hash": config.config_hash(),
+                    "config": config.to_dict(), "config_hash": config.key,
                     "corpus": {"fingerprint": corpus.fingerprint, "kind": corpus.kind, "root": corpus.root,
                                "documents": len(corpus)},
                     "documents": {d.id: doc_hash(d) for d in corpus},
@@ -621,13 +841,113 @@ class IndexStore:
                 code = errno.errorcode.get(e.errno or 0, "OSError")
                 raise StoreError(
                     f"building {vid} failed while writing {step}: {e.strerror or e} ({code}). Nothing was published "
-                    f"and the partial build was removed: {self.current_id() or 'no version'} is still current. "
+                    f"and the partial build was removed: {self._current_or_none() or 'no version'} is still current. "
                     f"{_fix_hint(e, self.root)}") from e
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
             _fsync_dir(self.versions_dir)
             return self.get(vid)
+
+
+def _lock_timeout() -> float:
+    text = os.environ.get("RAGTUNE_LOCK_TIMEOUT", "").strip()
+    if not text:
+        return DEFAULT_LOCK_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise ConfigError(f"RAGTUNE_LOCK_TIMEOUT={text[:20]!r}: expected a number of seconds, 0 or more")
+    return value
+
+
+def _command_name() -> str:
+    """What this process is, for the lock file: the program and its subcommands, never its options (which can
+    hold credentials)."""
+    argv = sys.argv or ["python"]
+    words = [os.path.basename(argv[0]) or "python"]
+    for a in argv[1:4]:
+        if a.startswith("-") or not re.fullmatch(r"[A-Za-z][\w.-]{0,30}", a):
+            break
+        words.append(a)
+    return " ".join(words)
+
+
+def _holder_record() -> dict[str, Any]:
+    return {"pid": os.getpid(), "host": socket.gethostname(), "command": _command_name(),
+            "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "started_unix": round(time.time(), 3)}
+
+
+def _lock_holder(path: Path) -> dict[str, Any]:
+    """What the lock file says about its holder ({} when it says nothing usable)."""
+    try:
+        with open(path, "rb") as f:
+            data = json.loads(f.read(4096).decode("utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or not isinstance(data.get("pid"), int) or data["pid"] <= 0:
+        return {}
+    return data
+
+
+def _process_state(pid: int, started_unix: Any) -> str:
+    """'running', 'stopped', 'gone' (no such process, or the pid was reused after the holder took the lock) or
+    'unknown', for a process of this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return "gone"
+    except PermissionError:
+        pass
+    except OSError:
+        return "unknown"
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        state, start_ticks = fields[0], int(fields[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        if isinstance(started_unix, (int, float)) and boot + start_ticks / os.sysconf("SC_CLK_TCK") > started_unix + 2:
+            return "gone"  # that pid now belongs to a process started after the lock was taken
+        if state in ("Z", "X"):
+            return "gone"  # exited, not yet reaped
+        return "stopped" if state in ("T", "t") else "running"
+    except (OSError, ValueError, IndexError, StopIteration):
+        return "running"
+
+
+def _describe_holder(h: Mapping[str, Any]) -> str:
+    if not h:
+        return "another process (it did not record who it is)"
+    pid, host = h["pid"], str(h.get("host", "?"))[:64]
+    since = ""
+    if isinstance(h.get("started_unix"), (int, float)):
+        since = f", since {h.get('started', '?')}, {max(0.0, time.time() - h['started_unix']):.0f} s ago"
+    where = "" if host == socket.gethostname() else f" on host {host}"
+    state = {"stopped": ", stopped", "gone": ", no longer running"}.get(_holder_state(h), "")
+    return f"pid {pid}{where} ({str(h.get('command', '?'))[:80]}{since}{state})"
+
+
+def _holder_state(h: Mapping[str, Any]) -> str:
+    if not h or str(h.get("host")) != socket.gethostname():
+        return "unknown"
+    return _process_state(h["pid"], h.get("started_unix"))
+
+
+def _holder_advice(h: Mapping[str, Any], path: Path) -> str:
+    state = _holder_state(h)
+    released = "the lock is released when the process holding it exits (deleting the lock file does not release it)"
+    if state == "stopped":
+        return (f"It is stopped (Ctrl-Z or SIGSTOP): resume it with `kill -CONT {h['pid']}` (or `fg` in its shell) or "
+                f"end it with `kill -9 {h['pid']}`; {released}")
+    if state == "gone":
+        return (f"It is a stale lock: pid {h['pid']} is no longer running, but a process it started still holds the "
+                f"lock open; find it with `fuser -v {path}` (or `lsof {path}`) and end it; {released}")
+    if h and str(h.get("host")) != socket.gethostname():
+        return f"Check on host {h.get('host')} whether pid {h['pid']} is still working; {released}"
+    who = f"pid {h['pid']}" if h else f"the process (`fuser -v {path}`)"
+    return f"Wait for it to finish, or end {who} if it is stuck; {released}"
 
 
 def _fix_hint(e: OSError, root: Path) -> str:
