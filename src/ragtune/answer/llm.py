@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TypeVar
 
-from ..errors import ConfigError, MissingDependencyError
-from ..http import APIError, JSONClient
+from ..errors import ConfigError
+from ..http import APIError, JSONClient, redact_url
 from ..types import Chunk
 from .base import NOT_FOUND, Answer, build_prompt, parse_answer
 
@@ -39,46 +39,114 @@ DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-4-5"  # what a bare ``anthropic`` means
 KINDS = ("anthropic", "openai")
 
 
+ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version sent as ``anthropic-version``
+DEFAULT_ANTHROPIC_URL = "https://api.anthropic.com"
+
+
+def _tokens(usage: Any, *names: str) -> int:
+    """A token count read leniently: a missing, null, negative or non-numeric count is 0."""
+    value = usage.get(names[0]) if isinstance(usage, dict) else None
+    for name in names[1:]:
+        if value is None and isinstance(usage, dict):
+            value = usage.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return 0
+    try:
+        n = float(value)
+    except ValueError:
+        return 0
+    return int(n) if n == n and 0 <= n < 1e15 else 0
+
+
+def _text_of(content: Any, where: str, what: str) -> str:
+    """The text of a reply's ``content``: a string, or a list of parts/blocks whose ``text`` parts are joined
+    (other block types, tool calls and images, are skipped); anything else is an APIError."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and block.get("type", "text") == "text":
+                text = block.get("text")
+                if text is not None and not isinstance(text, str):
+                    raise APIError(f"{where}: unexpected response shape ({what} has a text block whose text is a "
+                                   f"{type(text).__name__}, expected a string)")
+                parts.append(text or "")
+        return "".join(parts)
+    raise APIError(f"{where}: unexpected response shape ({what} is {_kind(content)}, expected text or a list of "
+                   "text blocks); is this the API it claims to be?")
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else f"a {type(value).__name__}"
+
+
 def chat_openai(client: JSONClient, model: str, system: str, user: str, *, max_tokens: int, temperature: float = 0.0):
-    """One chat completion: (text, usage, refused)."""
+    """One chat completion: (text, usage, refused).
+
+    Read leniently where the meaning is plain (``message`` as a bare string, ``content`` as a list of text parts,
+    a null or missing token count as 0); any other shape is an :class:`APIError` saying what came back.
+    """
     payload = client.post("chat/completions", {
         "model": model, "temperature": temperature, "max_tokens": max_tokens,
         "messages": [{"role": "system", "content": system}, {"role": "user", "content": user}]})
-    try:
-        msg = payload["choices"][0]["message"]
-    except (KeyError, IndexError, TypeError):
-        raise APIError(f"{client.base_url}/chat/completions: unexpected response shape (no choices[0].message)") from None
-    usage = payload.get("usage") or {}
-    tokens = {"input_tokens": int(usage.get("prompt_tokens", 0)), "output_tokens": int(usage.get("completion_tokens", 0))}
-    return (msg.get("content") or ""), tokens, bool(msg.get("refusal"))
+    where = f"{redact_url(client.base_url.rstrip('/'))}/chat/completions"
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise APIError(f"{where}: unexpected response shape (no choices[0].message: choices is "
+                       f"{_kind(choices) if not isinstance(choices, list) else f'a list of {len(choices)}'}); "
+                       "is this an OpenAI-compatible server?")
+    choice = choices[0]
+    msg = choice.get("message")
+    if msg is None and isinstance(choice.get("text"), str):  # a completions-style choice
+        msg = choice["text"]
+    if isinstance(msg, str):
+        msg = {"content": msg}
+    if not isinstance(msg, dict):
+        raise APIError(f"{where}: unexpected response shape (choices[0].message is {_kind(msg)}, expected an "
+                       "object with content); is this an OpenAI-compatible server?")
+    content = msg.get("content")
+    text = "" if content is None else _text_of(content, where, "choices[0].message.content")
+    usage = payload.get("usage")
+    tokens = {"input_tokens": _tokens(usage, "prompt_tokens", "input_tokens"),
+              "output_tokens": _tokens(usage, "completion_tokens", "output_tokens")}
+    return text, tokens, bool(msg.get("refusal"))
 
 
-def _anthropic_client(base_url: str | None, api_key_env: str, timeout: float, max_retries: int):
-    try:
-        import anthropic
-    except ImportError:
-        raise MissingDependencyError("the Anthropic generator needs: pip install 'ragtune[llm]'") from None
-    return anthropic, anthropic.Anthropic(api_key=os.environ.get(api_key_env) or "missing", base_url=base_url,
-                                          timeout=timeout, max_retries=max_retries)
+def _anthropic_client(base_url: str | None, api_key_env: str, timeout: float, max_retries: int,
+                      backoff: float = 0.5) -> JSONClient:
+    """The Messages API over :class:`JSONClient` (ragtune's one HTTP policy: same-origin redirects only, a size
+    cap, wall-clock timeouts); ``base_url`` or ``ANTHROPIC_BASE_URL``, default the Anthropic API."""
+    base = (base_url or os.environ.get("ANTHROPIC_BASE_URL") or DEFAULT_ANTHROPIC_URL).rstrip("/")
+    return JSONClient(base, api_key_env=api_key_env, timeout=timeout, max_retries=max_retries, backoff=backoff,
+                      headers={"anthropic-version": ANTHROPIC_VERSION}, key_header="x-api-key",
+                      kind="the Anthropic Messages API")
 
 
-def chat_anthropic(client, model: str, system: str, user: str, *, max_tokens: int):
-    """One Messages API call: (text, usage, refused). The SDK retries 429/5xx/timeouts itself.
+def chat_anthropic(client: JSONClient, model: str, system: str, user: str, *, max_tokens: int):
+    """One Messages API call: (text, usage, refused). 429, 5xx (529 overloaded) and timeouts are retried.
 
-    The anthropic SDK 2.x ``messages.create`` takes no ``temperature``; sampling is the model's default.
+    No ``temperature`` is sent; sampling is the model's default. The key is read from the client's
+    ``api_key_env`` at each call. ``content: []`` is an empty reply; ``content: null`` or any other shape is an
+    :class:`APIError` saying what came back.
     """
-    import anthropic
-
-    try:
-        msg = client.messages.create(model=model, max_tokens=max_tokens, system=system,
-                                     messages=[{"role": "user", "content": user}])
-    except anthropic.AuthenticationError as e:
-        raise APIError(f"Anthropic API: {e}; set ANTHROPIC_API_KEY to a valid key") from None
-    except anthropic.APIError as e:
-        raise APIError(f"Anthropic API: {e}") from None
-    text = "".join(getattr(b, "text", "") for b in msg.content if getattr(b, "type", "") == "text")
-    usage = {"input_tokens": int(msg.usage.input_tokens or 0), "output_tokens": int(msg.usage.output_tokens or 0)}
-    return text, usage, msg.stop_reason == "refusal"
+    client.api_key = os.environ.get(client.api_key_env) or "missing"
+    payload = client.post("v1/messages", {"model": model, "max_tokens": max_tokens, "system": system,
+                                          "messages": [{"role": "user", "content": user}]})
+    where = f"{redact_url(client.base_url)}/v1/messages"
+    if payload.get("type") == "error":
+        err = payload.get("error")
+        detail = err.get("message") if isinstance(err, dict) else err
+        raise APIError(f"{where}: the API answered an error: {str(detail)[:200]}")
+    if "content" not in payload:
+        raise APIError(f"{where}: unexpected response shape (no content; top-level keys: "
+                       f"{', '.join(map(str, list(payload)[:10])) or 'none'}); is this the Anthropic Messages API?")
+    text = _text_of(payload["content"], where, "content")
+    usage = payload.get("usage")
+    tokens = {"input_tokens": _tokens(usage, "input_tokens"), "output_tokens": _tokens(usage, "output_tokens")}
+    return text, tokens, payload.get("stop_reason") == "refusal"
 
 
 class _ChatGenerator:
@@ -122,20 +190,20 @@ class OpenAIChatGenerator(_ChatGenerator):
 
 
 class AnthropicGenerator(_ChatGenerator):
-    """Claude through the ``anthropic`` SDK (``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` or ``base_url``)."""
+    """Claude through the Anthropic Messages API (``ANTHROPIC_API_KEY``; ``ANTHROPIC_BASE_URL`` or ``base_url``)."""
 
     def __init__(self, model: str = "claude-sonnet-4-5", *, base_url: str | None = None,
                  api_key_env: str = "ANTHROPIC_API_KEY", max_tokens: int = 512, timeout: float = 60.0,
-                 max_retries: int = 5):
+                 max_retries: int = 5, backoff: float = 0.5):
         self.model = model
         self.name = f"anthropic:{model}"
         self.max_tokens = max_tokens
-        self._args = (base_url, api_key_env, timeout, max_retries)
-        self._client = None
+        self._args = (base_url, api_key_env, timeout, max_retries, backoff)
+        self._client: JSONClient | None = None
 
     def _chat(self, system: str, user: str):
         if self._client is None:
-            _, self._client = _anthropic_client(*self._args)
+            self._client = _anthropic_client(*self._args)
         return chat_anthropic(self._client, self.model, system, user, max_tokens=self.max_tokens)
 
 
@@ -192,7 +260,7 @@ def ask_parsed(llm: Any, system: str, user: str, parse: Callable[[str], T | None
 class ChatLLM:
     """One model through one wire format, one ``chat(system, user)`` at a time, with usage counted.
 
-    ``kind`` is ``anthropic`` (the ``anthropic`` SDK, extra ``llm``: ``ANTHROPIC_API_KEY``; ``base_url`` or
+    ``kind`` is ``anthropic`` (the Messages API: ``ANTHROPIC_API_KEY``; ``base_url`` or
     ``ANTHROPIC_BASE_URL``) or ``openai`` (any OpenAI-compatible chat-completions server: ``OPENAI_API_KEY``;
     ``base_url`` or ``OPENAI_BASE_URL``). 429, 5xx, timeouts and dropped connections are retried by the client
     up to ``max_retries`` times with backoff (honouring ``Retry-After``); other errors raise
@@ -239,8 +307,8 @@ class ChatLLM:
                     self._client = JSONClient(base, timeout=self._timeout, max_retries=self._max_retries,
                                               backoff=self._backoff)
                 else:
-                    _, self._client = _anthropic_client(self.base_url, "ANTHROPIC_API_KEY", self._timeout,
-                                                        self._max_retries)
+                    self._client = _anthropic_client(self.base_url, "ANTHROPIC_API_KEY", self._timeout,
+                                                     self._max_retries, self._backoff)
             return self._client
 
     def chat(self, system: str, user: str, *, max_tokens: int | None = None) -> str:

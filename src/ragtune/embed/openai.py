@@ -3,7 +3,10 @@
 Works with OpenAI and with servers speaking the same wire format (vLLM,
 llama.cpp, Ollama, TEI...). The key comes from an environment variable
 (``OPENAI_API_KEY`` by default). Batches, timeouts, and retries with
-exponential backoff on 429 and 5xx (honouring ``Retry-After``).
+exponential backoff on 429 and 5xx (honouring ``Retry-After``), under the
+limits and redirect policy of :class:`ragtune.http.JSONClient`. The model id
+(a cache key, recorded in store manifests) holds the server URL with any
+credentials in it redacted.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..errors import ConfigError
-from ..http import APIError, JSONClient
+from ..http import APIError, JSONClient, redact_url
 from .base import l2_normalize
 
 __all__ = ["OpenAIEmbedder", "EmbeddingAPIError"]
@@ -29,7 +32,7 @@ class OpenAIEmbedder:
         self.model = model
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1").rstrip("/")
         self.api_key_env = api_key_env
-        self.model_id = f"openai:{model}@{self.base_url}"
+        self.model_id = f"openai:{model}@{redact_url(self.base_url)}"
         self._dim = dim
         self.batch_size = batch_size
         self.max_tokens = max_tokens
@@ -57,13 +60,25 @@ class OpenAIEmbedder:
     def _post(self, texts: list[str]) -> list[list[float]]:
         self._client.api_key = os.environ.get(self.api_key_env)
         payload = self._client.post("embeddings", {"model": self.model, "input": texts, "encoding_format": "float"})
+        where = f"{redact_url(self.base_url)}/embeddings"
         try:
-            data = sorted(payload["data"], key=lambda d: d["index"])
+            data = payload["data"]
+            if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+                raise TypeError(f"data is {type(data).__name__}, expected a list of objects")
+            data = sorted(data, key=lambda d: int(d.get("index", 0)))
             vectors = [d["embedding"] for d in data]
-        except (KeyError, TypeError) as e:
-            raise APIError(f"{self.base_url}/embeddings: unexpected response ({e}); is this an OpenAI-compatible server?") from None
+        except (KeyError, TypeError, ValueError) as e:
+            raise APIError(f"{where}: unexpected response ({type(e).__name__}: {e}); is this an OpenAI-compatible "
+                           "server?") from None
         if len(vectors) != len(texts):
-            raise APIError(f"{self.base_url}/embeddings returned {len(vectors)} embeddings for {len(texts)} inputs")
+            raise APIError(f"{where} returned {len(vectors)} embeddings for {len(texts)} inputs")
+        try:
+            arr = np.asarray(vectors, dtype=np.float32)
+        except (TypeError, ValueError):
+            arr = None
+        if arr is None or arr.ndim != 2 or arr.shape[1] == 0 or not np.isfinite(arr).all():
+            raise APIError(f"{where}: the embeddings are not lists of finite numbers of one length; is this an "
+                           "OpenAI-compatible server?")
         return vectors
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
