@@ -627,6 +627,9 @@ class IndexStore:
                 return True
             except CurrentMovedError:
                 return False
+            except DamagedStoreError as e:  # the build itself succeeded; promoting over a damaged CURRENT is a choice
+                print(f"warning: {version} was built but not promoted: {e}", file=sys.stderr)
+                return False
         return False
 
     def _switch(self, what: str, v: VersionInfo, hist: list[str], *, expect: str | None) -> None:
@@ -867,7 +870,12 @@ def _command_name() -> str:
     """What this process is, for the lock file: the program and its subcommands, never its options (which can
     hold credentials)."""
     argv = sys.argv or ["python"]
-    words = [os.path.basename(argv[0]) or "python"]
+    prog = os.path.basename(argv[0])
+    if prog == "__main__.py":  # python -m ragtune
+        prog = f"python -m {os.path.basename(os.path.dirname(argv[0]))}"
+    elif prog in ("", "-c"):
+        prog = "python -c"
+    words = [prog]
     for a in argv[1:4]:
         if a.startswith("-") or not re.fullmatch(r"[A-Za-z][\w.-]{0,30}", a):
             break
