@@ -86,7 +86,7 @@ def test_load_eval_json_and_sweep_folder(tmp_path):
 
 def test_not_a_result_and_missing_path(tmp_path):
     (tmp_path / "x.json").write_text('{"hello": 1}')
-    with pytest.raises(ConfigError, match="not an eval result"):
+    with pytest.raises(ConfigError, match="x.json: not a run: question 'hello' has int 1"):
         load_runs(tmp_path / "x.json")
     with pytest.raises(RagtuneError, match="no such file"):
         load_runs(tmp_path / "missing.json")
@@ -130,8 +130,11 @@ def test_trec_errors(tmp_path, golden):
     (tmp_path / "f.run").write_text("q1 Q0 d1 first 1.0 t\n")
     with pytest.raises(ConfigError, match="line 1: rank must be an integer"):
         Run.from_trec(tmp_path / "f.run", golden)
-    with pytest.raises(ConfigError, match="not in the golden set: 'zz'"):
-        Run.from_trec(write_trec(tmp_path / "b.run", [("zz", "d1", 1, 1.0, "t"), ("q1", "d1", 1, 1.0, "t")]), golden)
+    # a question the golden set lacks is skipped and listed, as trec_eval skips it; a run of only such is refused
+    run = Run.from_trec(write_trec(tmp_path / "b.run", [("zz", "d1", 1, 1.0, "t"), ("q1", "d1", 1, 1.0, "t")]), golden)
+    assert run.meta["matching"]["questions_not_in_golden"] == ["zz"] and "zz" not in run.scores
+    with pytest.raises(ConfigError, match="none of the run's 1 question id.*'zz'"):
+        Run.from_trec(write_trec(tmp_path / "b.run", [("zz", "d1", 1, 1.0, "t")]), golden)
     with pytest.raises(ConfigError, match="question 'q1' lists doc id.*'d1' more than once"):
         Run.from_trec(write_trec(tmp_path / "c.run", [("q1", "d1", 1, 1.0, "t"), ("q1", "d1", 2, 0.5, "t")]), golden)
     with pytest.raises(ConfigError, match="pass corpus="):

@@ -46,18 +46,24 @@ def test_an_anchor_run_agrees_with_run_from_trec(tmp_path, corpus, golden, nativ
 def test_json_jsonl_and_ranx_runs_read_like_trec(tmp_path, corpus, golden, native):
     write_trec_run(native, tmp_path / "r.trec")
     trec = read_rankings(tmp_path / "r.trec")
-    (tmp_path / "r.json").write_text(json.dumps({q: [h["id"] for h in hits] for q, hits in trec.items()}))
-    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"id": q, "hits": hits}) + "\n" for q, hits in trec.items()))
+    (tmp_path / "r.json").write_text(json.dumps({q: [h.ident for h in hits] for q, hits in trec.items()}))
+    (tmp_path / "r.jsonl").write_text("".join(json.dumps({"id": q, "hits": [{"id": h.ident, "score": h.score}
+                                                                             for h in hits]}) + "\n"
+                                              for q, hits in trec.items()))
     (tmp_path / "ranx.json").write_text(json.dumps(to_ranx_run(native)))
     (tmp_path / "eval.json").write_text(native.to_json())
     ref = evaluate_run_file(tmp_path / "r.trec", golden, corpus=corpus, ks=KS).metrics
     for name in ("r.json", "r.jsonl", "ranx.json"):
         got = evaluate_run_file(tmp_path / name, golden, corpus=corpus, ks=KS).metrics
         assert retrieval(got) == pytest.approx(retrieval(ref)), name
-    # an eval result keeps each chunk's span: it scores as the chunks did, not as their anchors
+    # an eval result keeps each chunk's span: it scores as the chunks did
     spans = evaluate_run_file(tmp_path / "eval.json", golden, corpus=corpus, ks=KS).metrics
     assert retrieval(spans) == pytest.approx(retrieval(native.metrics))
-    assert spans["precision@3"] != pytest.approx(ref["precision@3"])
+    # and so do the anchors of section chunks: an anchor hit covers its section's own text, as the chunk does
+    assert retrieval(ref) == pytest.approx(retrieval(native.metrics))
+    old = evaluate_run_file(tmp_path / "r.trec", golden, corpus=corpus, ks=KS, anchor_span="subsections")
+    assert old.matching["coverage"]["anchor_span"] == "subsections"
+    assert old.metrics["precision@3"] > ref["precision@3"]  # a parent's anchor also covered its subsections
 
 
 def test_qrels_round_trip_with_grades(tmp_path, golden):

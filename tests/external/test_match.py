@@ -19,20 +19,35 @@ def test_a_document_id_covers_the_whole_document(corpus):
                                       "account/password.md#two-factor"]
 
 
-def test_an_anchor_covers_its_section_with_subsections_and_its_parents(corpus):
+def test_an_anchor_covers_its_section_and_its_parents_as_a_section_chunk_does(corpus):
     m = HitMatcher(corpus)
     parent, method = m.match(to_hit("billing/refunds.md#refunds"))
     assert method == "anchor"
-    assert covered(corpus, parent) == ["billing/refunds.md", "billing/refunds.md#partial-refunds",
-                                       "billing/refunds.md#refunds"]
+    # its own text: not the subsection below it, exactly as ragtune's section chunk of #refunds
+    assert covered(corpus, parent) == ["billing/refunds.md", "billing/refunds.md#refunds"]
     child, _ = m.match(to_hit("billing/refunds.md#partial-refunds"))
-    assert "billing/refunds.md#partial-refunds" in covered(corpus, child)
+    assert covered(corpus, child) == ["billing/refunds.md", "billing/refunds.md#partial-refunds",
+                                      "billing/refunds.md#refunds"]
     two_factor, _ = m.match(to_hit("account/password.md#two-factor"))
     # a sibling section is not covered; the enclosing h1 is, as for any chunk inside it
     assert covered(corpus, two_factor) == ["account/password.md", "account/password.md#passwords",
                                            "account/password.md#two-factor"]
     passwords, _ = m.match(to_hit({"anchor": "account/password.md#passwords"}))
+    sec = next(s for s in corpus["account/password.md"].sections if s.id == "passwords")
+    assert (passwords.start, passwords.end) == (sec.start, sec.own_end) and sec.own_end < sec.end
+    assert m.report.to_dict()["coverage"] == {"anchor_span": "own", "doc_hits": "credit"}
+
+
+def test_anchor_span_subsections_covers_every_section_below(corpus):
+    m = HitMatcher(corpus, anchor_span="subsections")
+    parent, _ = m.match(to_hit("billing/refunds.md#refunds"))
+    assert covered(corpus, parent) == ["billing/refunds.md", "billing/refunds.md#partial-refunds",
+                                       "billing/refunds.md#refunds"]
+    passwords, _ = m.match(to_hit({"anchor": "account/password.md#passwords"}))
     assert passwords.start == 0 and passwords.end == len(corpus["account/password.md"].text)
+    assert m.report.to_dict()["coverage"]["anchor_span"] == "subsections"
+    with pytest.raises(ConfigError, match="anchor_span 'tree': choose own .* or subsections"):
+        HitMatcher(corpus, anchor_span="tree")
 
 
 def test_urls_map_through_base_url_and_extension_rules(corpus):

@@ -6,8 +6,11 @@ A run is made from
   or the dict of ``EvalResult.to_dict()`` (an ``eval --json`` file);
 - a sweep: :func:`load_runs` on a sweep folder or its ``results.json`` gives
   one run per configuration, named by its label;
-- a TREC run file (``qid Q0 docid rank score tag``): :meth:`Run.from_trec`
-  scores it against a golden set with the same metric functions as ``evaluate``.
+- a run file, in any format ``eval --run`` reads (a TREC run, ranx JSON, JSON Lines or JSON hit lists, an
+  ``eval --json`` result's ``retrieved`` lists): :meth:`Run.from_file` reads it with the one reader
+  (:func:`read_rankings`), matches its hits with the one matcher (:class:`~ragtune.evaluate.match.HitMatcher`)
+  and scores them with the metric functions of ``evaluate``; ``eval --run``, ``compare`` and the CI gate all
+  read run files this way, so one file gives one set of figures.
 
 Only answerable questions carry scores; they are the questions compared.
 """
@@ -15,6 +18,7 @@ Only answerable questions carry scores; they are the questions compared.
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -24,10 +28,13 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError, CorpusNotFoundError, UnknownAnchorError
-from .evaluate import DEFAULT_KS, Judgement, score_judgement
+from ..errors import ConfigError, CorpusNotFoundError
+from ..io import check_regular_file
+from .evaluate import DEFAULT_KS, EvalResult
+from .hits import ExternalHit, to_hit
+from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched
 
-__all__ = ["Run", "load_run", "load_runs", "read_trec"]
+__all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file"]
 
 
 def _few(ids: Iterable[str], n: int = 5) -> str:
@@ -112,17 +119,6 @@ class Run:
         return ranx.Run.from_dict({q: {d: float(len(r) - i) for i, d in enumerate(r)} for q, r in docs.items()},
                                   name=self.name)
 
-    @classmethod
-    def from_ranx(cls, run: Any, golden: Any, *, corpus: Any = None, name: str | None = None,
-                  ks: Sequence[int] = DEFAULT_KS) -> Run:
-        """Score a ``ranx.Run`` against ``golden`` exactly as :meth:`from_trec` scores a TREC file
-        (score descending, ties by doc id descending; ``corpus`` lets document ids and sections match)."""
-        if not hasattr(run, "to_dict"):
-            raise ConfigError(f"from_ranx takes a ranx.Run, got {type(run).__name__}")
-        rows = {str(q): [(str(d), 0, float(s), "ranx") for d, s in docs.items()] for q, docs in run.to_dict().items()}
-        label = name or getattr(run, "name", None) or "ranx"
-        return _score_trec(rows, golden, corpus, name=label, ks=ks, source=f"ranx run {label!r}")
-
     # -- loaders ---------------------------------------------------------------
 
     @classmethod
@@ -155,22 +151,54 @@ class Run:
         return cls(name, scores, ranks, rankings, tuple(ks), source, meta or {})
 
     @classmethod
-    def from_trec(cls, path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, name: str | None = None,
-                  ks: Sequence[int] = DEFAULT_KS) -> Run:
-        """Score a TREC run file (``qid Q0 docid rank score tag``) against ``golden``.
+    def from_file(cls, path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, name: str | None = None,
+                  ks: Sequence[int] = DEFAULT_KS, options: MatchOptions | Mapping[str, Any] | None = None,
+                  field: str | None = None, **match: Any) -> Run:
+        """The run in a run file (any format of :func:`read_rankings`: TREC, ranx JSON, JSONL hits, a
+        ``{question id: [hits]}`` object, an ``eval --json`` result), scored against ``golden``.
 
-        Hits are ordered by score, highest first, ties by doc id descending (as
-        trec_eval does; the rank column is ignored). A doc id that is one of the
-        question's golden anchors matches it directly; with a ``corpus``, any doc id
-        that resolves (``doc`` or ``doc#section``) covers the relevant anchors it
-        overlaps, as a chunk does in ``evaluate``. Golden questions missing from the
-        file score 0; unanswerable ones are not scored; a question id the golden
-        set lacks, or a doc id listed twice for a question, is an error.
+        Hits are matched by the one matcher (:class:`~ragtune.evaluate.match.HitMatcher`; ``options`` or the
+        keywords ``base_url``, ``path_prefix``, ``fuzzy``, ``anchor_span``, ``doc_hits``) and scored as
+        :func:`score_run_file` scores them, so the run's figures are those ``eval --run`` prints. An eval result
+        is the exception: it already holds its scores, which are kept (``Run.from_result``), as ``compare`` and
+        the gate read it. The name is the run's tag when a TREC file has one, else the file's stem.
         """
-        rows = read_trec(path)
-        tags = {r[3] for hits in rows.values() for r in hits}
-        name = name or (next(iter(tags)) if len(tags) == 1 else Path(path).stem)
-        return _score_trec(rows, golden, corpus, name=name, ks=ks, source=str(path))
+        source = str(path)
+        data = _eval_result_or_none(Path(path))
+        if data is not None:
+            return cls.from_result(data, name=name or Path(path).stem, source=source)
+        parsed = _read(Path(path), field)
+        result = _score_parsed(parsed, golden, corpus, ks=_with_default_ks(ks), options=MatchOptions.of(options, **match),
+                               source=source)
+        label = name or parsed.tag or Path(path).stem
+        return _from_scored(result, label, source, parsed.hits)
+
+    @classmethod
+    def from_trec(cls, path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, name: str | None = None,
+                  ks: Sequence[int] = DEFAULT_KS, **match: Any) -> Run:
+        """A TREC run file (``qid Q0 docid rank score tag``) scored against ``golden``: :meth:`from_file`, which
+        reads every run format. Hits are ordered by score, highest first, ties by doc id descending (as trec_eval
+        does; the rank column is ignored)."""
+        return cls.from_file(path, golden, corpus=corpus, name=name, ks=ks, **match)
+
+    @classmethod
+    def from_ranx(cls, run: Any, golden: Any, *, corpus: Any = None, name: str | None = None,
+                  ks: Sequence[int] = DEFAULT_KS, **match: Any) -> Run:
+        """Score a ``ranx.Run`` against ``golden`` exactly as :meth:`from_file` scores the same rankings in a file
+        (score descending, ties by doc id descending; ``corpus`` lets document ids and sections match)."""
+        if not hasattr(run, "to_dict"):
+            raise ConfigError(f"from_ranx takes a ranx.Run, got {type(run).__name__}")
+        label = name or getattr(run, "name", None) or "ranx"
+        source = f"ranx run {label!r}"
+        parsed = _RunFile(_ranx_hits(run.to_dict(), source), "ranx", None)
+        result = _score_parsed(parsed, golden, corpus, ks=_with_default_ks(ks), options=MatchOptions.of(None, **match),
+                               source=source)
+        return _from_scored(result, label, source, parsed.hits)
+
+
+def _with_default_ks(ks: Sequence[int]) -> tuple[int, ...]:
+    """A run is scored at the default cut-offs too, so the metrics compare and the gate default to are there."""
+    return tuple(sorted(set(DEFAULT_KS) | {int(k) for k in ks}))
 
 
 def _import_ranx() -> Any:
@@ -183,104 +211,13 @@ def _import_ranx() -> Any:
     return ranx
 
 
-def read_trec(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, int, float, str]]]:
-    """TREC run rows by question id: ``[(docid, rank, score, tag), ...]`` in file order."""
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusNotFoundError(f"{p}: no such run file")
-    out: dict[str, list[tuple[str, int, float, str]]] = {}
-    with open(p, encoding="utf-8") as f:
-        for n, line in enumerate(f, start=1):
-            parts = line.split()
-            if not parts:
-                continue
-            if len(parts) != 6:
-                raise ConfigError(f"{p} line {n}: expected 6 columns `qid Q0 docid rank score tag`, got "
-                                  f"{len(parts)}; is this a TREC run file?")
-            qid, _, docid, rank, score, tag = parts
-            try:
-                out.setdefault(qid, []).append((docid, int(rank), float(score), tag))
-            except ValueError:
-                raise ConfigError(f"{p} line {n}: rank must be an integer and score a number, got "
-                                  f"{rank!r} and {score!r}") from None
-    if not out:
-        raise ConfigError(f"{p}: the run file is empty")
-    return out
+# -- the one run-file reader -----------------------------------------------------------------------------------------
 
-
-def _covers(hit, span) -> bool:
-    if hit.doc_id != span.doc_id:
-        return False
-    if span.section is None:
-        return True
-    return hit.start < span.end and max(hit.end, hit.start + 1) > span.start
-
-
-def _score_trec(rows: Mapping[str, list[tuple[str, int, float, str]]], golden: Any, corpus: Any, *, name: str,
-                ks: Sequence[int], source: str) -> Run:
-    if golden is None:
-        raise ConfigError(f"{source}: a TREC run is scored against a golden set; pass golden= (CLI: --golden FILE)")
-    items = {item.id: item for item in golden}
-    unknown = set(rows) - set(items)
-    if unknown:
-        raise ConfigError(f"{source}: {len(unknown)} question id(s) are not in the golden set: {_few(unknown)}; "
-                          "score the run against the golden set it was made for")
-    ks = tuple(sorted(set(DEFAULT_KS) | {int(k) for k in ks}))
-    resolved: dict[str, Any] = {}
-
-    def resolve(anchor: str):
-        if anchor not in resolved:
-            try:
-                resolved[anchor] = corpus.resolve(anchor)
-            except UnknownAnchorError:
-                resolved[anchor] = None
-        return resolved[anchor]
-
-    scores: dict[str, dict[str, float]] = {}
-    ranks: dict[str, int | None] = {}
-    rankings: dict[str, tuple[str, ...]] = {}
-    matched = 0
-    for item in golden:
-        hits = rows.get(item.id, [])
-        docids = [h[0] for h in hits]
-        if len(set(docids)) != len(docids):
-            twice = {d for d in docids if docids.count(d) > 1}
-            raise ConfigError(f"{source}: question {item.id!r} lists doc id(s) {_few(twice)} more than once")
-        ordered = [h[0] for h in sorted(hits, key=lambda h: (-h[2], _desc(h[0])))]
-        rankings[item.id] = tuple(ordered)
-        if not item.answerable:
-            continue
-        anchors = list(item.relevant)
-        spans = None
-        if corpus is not None:
-            spans = []
-            for a in anchors:
-                span = resolve(a)
-                if span is None:
-                    raise UnknownAnchorError(f"question {item.id!r}: unknown anchor {a!r}; run `ragtune golden "
-                                             "check` to list every problem")
-                spans.append(span)
-        first = np.full(len(anchors), np.inf)
-        rank_hits = np.zeros(len(ordered), dtype=bool)
-        for r, docid in enumerate(ordered, start=1):
-            hit_span = resolve(docid) if corpus is not None and docid not in item.relevant else None
-            if docid in item.relevant or hit_span is not None:
-                matched += 1
-            for i, a in enumerate(anchors):
-                if docid == a or (hit_span is not None and _covers(hit_span, spans[i])):
-                    rank_hits[r - 1] = True
-                    if first[i] == np.inf:
-                        first[i] = r
-        j = Judgement(first, np.asarray(list(item.relevant.values()), dtype=np.float64), rank_hits)
-        scores[item.id] = score_judgement(j, ks)
-        ranks[item.id] = j.first_hit_rank
-    if matched == 0 and any(rows.values()):
-        if corpus is None:
-            raise ConfigError(f"{source}: no doc id in the run is an anchor of the golden set; if the run names "
-                              "documents or sections of a corpus, pass corpus= (CLI: --corpus)")
-        raise ConfigError(f"{source}: no doc id in the run names a document or section of the corpus; is it "
-                          "the corpus the run was made from?")
-    return Run(name, scores, ranks, rankings, ks, source)
+@dataclass(frozen=True)
+class _RunFile:
+    hits: dict[str, list[ExternalHit]]  # question id -> hits, best first
+    format: str  # trec, ranx, jsonl, json, eval
+    tag: str | None  # a TREC run's tag, when it has one
 
 
 class _desc(str):
@@ -288,6 +225,257 @@ class _desc(str):
 
     def __lt__(self, other: str) -> bool:  # type: ignore[override]
         return str.__gt__(self, other)
+
+
+def _order(rows: list[tuple[str, float]]) -> list[ExternalHit]:
+    """(doc id, score) best first: score descending, ties by doc id descending, as trec_eval orders a run."""
+    return [ExternalHit(d, score=s) for d, s in sorted(rows, key=lambda r: (-r[1], _desc(r[0])))]
+
+
+def _score_value(v: Any, where: str) -> float:
+    """A run's score: a finite number. NaN would make the order depend on the line order (NaN compares false
+    with everything), so it is refused, as are infinities, strings, null, lists and objects."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise ConfigError(f"{where}: the score must be a number, got {type(v).__name__} {v!r}; write each hit as "
+                          '"doc id": score, e.g. {"q1": {"guide.md#refunds": 12.5}}')
+    x = float(v)
+    if not math.isfinite(x):
+        raise ConfigError(f"{where}: the score must be a finite number, got {v!r}; NaN and infinite scores have no "
+                          "order (write the rank order as decreasing finite scores)")
+    return x
+
+
+def read_trec(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, int, float, str]]]:
+    """TREC run rows by question id: ``[(docid, rank, score, tag), ...]`` in file order. Every line must have 6
+    columns, an integer rank and a finite score; a doc id listed twice for one question is an error."""
+    p = Path(path)
+    text = _text(p)
+    out: dict[str, list[tuple[str, int, float, str]]] = {}
+    seen: dict[tuple[str, str], int] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 6:
+            raise ConfigError(f"{p} line {n}: expected 6 columns `qid Q0 docid rank score tag`, got "
+                              f"{len(parts)}; is this a TREC run file?")
+        qid, _, docid, rank, score, tag = parts
+        try:
+            r, x = int(rank), float(score)
+        except ValueError:
+            raise ConfigError(f"{p} line {n}: rank must be an integer and score a number, got "
+                              f"{rank!r} and {score!r}") from None
+        if not math.isfinite(x):
+            raise ConfigError(f"{p} line {n}: score {score!r} is not a finite number; NaN and infinite scores have "
+                              "no order (write the rank order as decreasing finite scores)")
+        first = seen.setdefault((qid, docid), n)
+        if first != n:
+            raise ConfigError(f"{p} line {n}: question {qid!r} lists doc id {docid!r} more than once (first on line "
+                              f"{first}); a run ranks each document once per question")
+        out.setdefault(qid, []).append((docid, r, x, tag))
+    if not out:
+        raise ConfigError(f"{p}: the run file is empty")
+    return out
+
+
+def _text(p: Path) -> str:
+    if not p.exists():
+        raise CorpusNotFoundError(f"{p}: no such run file")
+    check_regular_file(p, "run file")
+    try:
+        return p.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}); a run file is a TREC, JSON or JSONL text "
+                          "file") from None
+    except OSError as e:
+        raise ConfigError(f"cannot read run file {p}: {e.strerror or e}") from None
+
+
+def _is_qid(v: Any) -> bool:
+    return isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() != ""
+
+
+def _hit_list(raw: Any, where: str, field: str | None) -> list[ExternalHit]:
+    if not isinstance(raw, list):
+        raise ConfigError(f"{where}: the hits must be a list, got {type(raw).__name__} {_short(raw)}; e.g. "
+                          '["guide.md#refunds", {"url": "https://site/faq#login", "score": 3.1}]')
+    return [to_hit(h, field=field, where=f"{where} hit {r}") for r, h in enumerate(raw, start=1)]
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _ranx_hits(data: Mapping[Any, Any], source: str) -> dict[str, list[ExternalHit]]:
+    out = {}
+    for q, docs in data.items():
+        if not isinstance(docs, Mapping):
+            raise ConfigError(f"{source}: question {q!r}: expected a {{doc id: score}} object, got "
+                              f"{type(docs).__name__} {_short(docs)}")
+        out[str(q)] = _order([(str(d), _score_value(v, f"{source}: question {q!r}, doc {d!r}"))
+                              for d, v in docs.items()])
+    return out
+
+
+def _eval_hits(data: Mapping[str, Any], p: Path) -> dict[str, list[ExternalHit]]:
+    """An eval --json result's ``retrieved`` lists: a hit with a document and offsets keeps its span (it scores
+    exactly as the chunk did); one without, its anchor."""
+    out: dict[str, list[ExternalHit]] = {}
+    for n, q in enumerate(data["questions"], start=1):
+        if not isinstance(q, Mapping):
+            raise ConfigError(f"{p}: question {n} of 'questions' is a {type(q).__name__}, expected an object with "
+                              "an 'id' and a 'retrieved' list (as `ragtune eval --json` writes)")
+        if not _is_qid(q.get("id")):
+            raise ConfigError(f"{p}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); every "
+                              "question needs the id of its golden question")
+        qid = str(q["id"])
+        if qid in out:
+            raise ConfigError(f"{p}: question {qid!r} appears twice in 'questions'; give each question once")
+        retrieved = q.get("retrieved")
+        if retrieved is None:
+            retrieved = []
+        where = f"{p}: question {qid!r} 'retrieved'"
+        if not isinstance(retrieved, list):
+            raise ConfigError(f"{where}: expected a list of hits (objects with doc_id/start/end or anchor), got "
+                              f"{type(retrieved).__name__} {_short(retrieved)}")
+        hits = []
+        for r, h in enumerate(retrieved, start=1):
+            if not isinstance(h, Mapping):
+                raise ConfigError(f"{where} hit {r}: expected an object with doc_id/start/end or anchor, got "
+                                  f"{type(h).__name__} {_short(h)}")
+            raw = ({k: h[k] for k in ("doc_id", "start", "end", "score") if h.get(k) is not None}
+                   if h.get("doc_id") else {"id": h.get("anchor") or h.get("chunk_id"), "score": h.get("score")})
+            if raw.get("score") is not None and not isinstance(raw["score"], (int, float)):
+                raw["score"] = None  # a score written as null or text says nothing about the order: rank is kept
+            hits.append(to_hit(raw, where=f"{where} hit {r}"))
+        out[qid] = hits
+    return out
+
+
+def _read(p: Path, field: str | None = None) -> _RunFile:
+    text = _text(p)
+    head = text.lstrip()[:1]
+    if head not in ("{", "["):
+        rows = read_trec(p)
+        tags = {r[3] for hits in rows.values() for r in hits}
+        return _RunFile({q: _order([(d, s) for d, _, s, _ in hits]) for q, hits in rows.items()}, "trec",
+                        next(iter(tags)) if len(tags) == 1 else None)
+    data: Any = None
+    if p.suffix.lower() != ".jsonl":
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            if not (head == "{" and "Extra data" in str(e)):  # more than one object: JSON Lines by another name
+                raise ConfigError(f"{p}: not JSON ({e})") from None
+    if data is None:
+        return _RunFile(_jsonl(text, p, field), "jsonl", None)
+    if isinstance(data, Mapping) and "questions" in data:
+        if not isinstance(data["questions"], list):
+            raise ConfigError(f"{p}: 'questions' must be a list (as `ragtune eval --json` writes), got "
+                              f"{type(data['questions']).__name__}")
+        return _RunFile(_eval_hits(data, p), "eval", None)
+    if isinstance(data, Mapping) and data:
+        kinds = {isinstance(v, Mapping) for v in data.values()}
+        if kinds == {True}:  # ranx: {qid: {doc: score}}
+            return _RunFile(_ranx_hits(data, str(p)), "ranx", None)
+        if all(isinstance(v, list) for v in data.values()):  # {qid: [hits]}
+            return _RunFile({str(q): _hit_list(v, f"{p}: question {q!r}", field) for q, v in data.items()}, "json",
+                            None)
+        q, v = next((q, v) for q, v in data.items() if not isinstance(v, (list, Mapping)) or
+                    isinstance(v, Mapping) != isinstance(next(iter(data.values())), Mapping))
+        raise ConfigError(f"{p}: not a run: question {q!r} has {type(v).__name__} {_short(v)}; every question needs "
+                          "a list of hits ({question id: [hits]}) or, for a ranx run, a {doc id: score} object, the "
+                          "same for all (or give an eval --json result, a sweep folder or a TREC run)")
+    raise ConfigError(f"{p}: not a run: expected an eval --json result, {{question id: [hits]}}, ranx "
+                      "{question id: {doc id: score}}, JSON Lines of {\"id\": ..., \"hits\": [...]}, or a TREC run")
+
+
+def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]]:
+    out: dict[str, list[ExternalHit]] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+        qid = (row.get("id", row.get("qid")) if isinstance(row, dict) else None)
+        if not _is_qid(qid) or not isinstance(row.get("hits"), list):
+            raise ConfigError(f"{p}:{n}: each line needs an \"id\" and a \"hits\" list, e.g. "
+                              '{"id": "q1", "hits": ["guide.md#refunds"]}')
+        if str(qid) in out:
+            raise ConfigError(f"{p}:{n}: question {qid!r} appears twice; give each question one line")
+        out[str(qid)] = _hit_list(row["hits"], f"{p}:{n}: question {qid!r}", field)
+    if not out:
+        raise ConfigError(f"{p}: the run file is empty")
+    return out
+
+
+def read_rankings(path: str | os.PathLike[str], *, field: str | None = None) -> dict[str, list[ExternalHit]]:
+    """Question id -> hits (:class:`~ragtune.evaluate.hits.ExternalHit`), best first, from any run file:
+
+    - a TREC run (``qid Q0 docid rank score tag``): ordered as trec_eval orders it (score descending, ties by
+      doc id descending; the rank column is ignored);
+    - ranx JSON ``{question id: {doc id: score}}``: ordered the same way;
+    - ``{question id: [hit, ...]}`` JSON, or JSON Lines of ``{"id": ..., "hits": [...]}``: in list order, each hit
+      any form :func:`~ragtune.evaluate.hits.to_hit` reads (``field`` names the one field that identifies hits);
+    - an ``eval --json`` result: its ``retrieved`` lists (spans where they have them).
+
+    Scores must be finite numbers; a malformed file is a :class:`ConfigError` naming the file, the line or
+    question, and what was expected. A path that is not a regular file (a folder, FIFO, device) is refused
+    before it is read.
+    """
+    return _read(Path(path), field).hits
+
+
+def score_run_file(path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
+                   options: MatchOptions | Mapping[str, Any] | None = None, field: str | None = None,
+                   **match: Any) -> EvalResult:
+    """Score the rankings in a run file (any format of :func:`read_rankings`) against ``golden``, as
+    :func:`ragtune.evaluate` scores a retriever's: what ``eval --run`` prints.
+
+    Hits are matched by :class:`~ragtune.evaluate.match.HitMatcher` (``options``, or its keywords
+    ``base_url``, ``path_prefix``, ``fuzzy``, ``min_similarity``, ``anchor_span``, ``doc_hits``); without
+    ``corpus`` a hit must equal a golden anchor. Golden questions missing from the file score as if nothing was
+    retrieved; question ids the golden set lacks are skipped and listed (``matching.questions_not_in_golden``),
+    as trec_eval skips them, but a run none of whose questions is in the golden set is an error, and so is one
+    none of whose hits matches.
+    """
+    return _score_parsed(_read(Path(path), field), golden, corpus, ks=ks, options=MatchOptions.of(options, **match),
+                         source=str(path))
+
+
+def _score_parsed(parsed: _RunFile, golden: Any, corpus: Any, *, ks: Sequence[int], options: MatchOptions,
+                  source: str) -> EvalResult:
+    if golden is None:
+        raise ConfigError(f"{source}: a run file is scored against a golden set; pass golden= (CLI: --golden FILE)")
+    matcher = HitMatcher(corpus, options=options)
+    by_id = {i.id: i for i in golden}
+    unjudged = sorted(set(parsed.hits) - set(by_id))
+    if parsed.hits and len(unjudged) == len(parsed.hits):
+        raise ConfigError(f"{source}: none of the run's {len(parsed.hits)} question id(s) is in the golden set "
+                          f"({_few(unjudged)}); score the run against the golden set it was made for")
+    rankings = {qid: hits_to_ranking(by_id[qid].q, hits, len(hits), matcher, question=qid)
+                for qid, hits in parsed.hits.items() if qid in by_id}
+    extra = {"format": parsed.format, **({"questions_not_in_golden": unjudged} if unjudged else {})}
+    result = score_matched(rankings, golden, matcher, ks=ks, config={"run": source, "golden": getattr(golden, "source", None)}, matching=extra)
+    if matcher.report.total and not matcher.report.matched:
+        hint = ("pass the corpus (corpus=, CLI: --corpus) if the run names documents or sections"
+                if corpus is None else "is it the corpus the run was made from?")
+        raise ConfigError(f"{source}: no hit in the run matches the golden set's anchors or the corpus; {hint}")
+    if corpus is None and matcher.report.total and any(by_id[q].relevant for q in rankings):
+        if not any(h.chunk.doc_id in by_id[q].relevant for q, r in rankings.items() for h in r.hits):
+            raise ConfigError(f"{source}: no doc id in the run is an anchor of the golden set; if the run names "
+                              "documents or sections of a corpus, pass corpus= (CLI: --corpus)")
+    return result
+
+
+def _from_scored(result: EvalResult, name: str, source: str, hits: Mapping[str, list[ExternalHit]]) -> Run:
+    run = Run.from_result(result, name=name, source=source, meta={"matching": dict(result.matching)})
+    judged = {q.id for q in result.questions}
+    rankings = {q: tuple(h.describe() for h in hs) for q, hs in hits.items() if q in judged}
+    return replace(run, rankings=rankings)
 
 
 def _read_json(p: Path) -> Any:
@@ -319,12 +507,24 @@ def _sweep_runs(p: Path, data: Mapping[str, Any], config: str | None) -> list[Ru
     return runs
 
 
+def _eval_result_or_none(p: Path) -> Mapping[str, Any] | None:
+    """The JSON object at ``p`` when it is an eval result with its scores (``questions`` and ``metrics``), else
+    None (another run format, read by :func:`read_rankings`)."""
+    if not p.exists():
+        raise CorpusNotFoundError(f"{p}: no such file or folder")
+    check_regular_file(p, "run file")
+    data = _json_object_or_none(p)
+    return data if data is not None and isinstance(data.get("questions"), list) and "metrics" in data else None
+
+
 def load_runs(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any = None, name: str | None = None,
-              config: str | None = None, ks: Sequence[int] = DEFAULT_KS) -> list[Run]:
-    """Every run in ``path``: an eval JSON (one run, named after the file), a sweep folder or its
-    results.json (one run per configuration, named by label; ``config`` keeps one key), a sweep
-    ``runs/<key>.json`` file, or a TREC run file (needs ``golden``, and ``corpus`` when hits are not
-    golden anchors). ``name`` renames a single run."""
+              config: str | None = None, ks: Sequence[int] = DEFAULT_KS,
+              options: MatchOptions | Mapping[str, Any] | None = None) -> list[Run]:
+    """Every run in ``path``: an eval JSON (one run with its own scores, named after the file), a sweep folder or
+    its results.json (one run per configuration, named by label; ``config`` keeps one key), a sweep
+    ``runs/<key>.json`` file, or a run file in any format ``eval --run`` reads (TREC, ranx JSON, JSONL or JSON
+    hit lists: :meth:`Run.from_file`, which needs ``golden``, and ``corpus`` when hits are not golden anchors;
+    ``options`` say how hits match). ``name`` renames a single run."""
     p = Path(path)
     if p.is_dir():
         if not (p / "results.json").is_file():
@@ -332,25 +532,21 @@ def load_runs(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any =
         p = p / "results.json"
     if not p.exists():
         raise CorpusNotFoundError(f"{p}: no such file or folder")
-    with open(p, "rb") as f:
-        head = f.read(64).lstrip()
+    check_regular_file(p, "run file")
+    data = _json_object_or_none(p)
     is_sweep = False
-    if not head.startswith((b"{", b"[")):
-        runs = [Run.from_trec(p, golden, corpus=corpus, ks=ks)]
-    else:
-        data = _read_json(p)
-        if not isinstance(data, Mapping):
-            raise ConfigError(f"{p}: not an eval or sweep result (expected a JSON object)")
-        if "questions" in data and "metrics" in data:  # eval --json
-            runs = [Run.from_result(data, name=p.stem, source=str(p))]
-        elif "result" in data and "spec" in data:  # one sweep run
-            runs = [Run.from_result(data["result"], name=data.get("label") or p.stem, source=str(p),
-                                    meta={"key": data.get("key")})]
-        elif "configs" in data:  # sweep results.json
-            runs = _sweep_runs(p, data, config)
-            is_sweep = True
-        else:
-            raise ConfigError(f"{p}: not an eval result, sweep results.json, sweep run file or TREC run")
+    if data is None or not ({"questions", "configs"} & set(data) or {"result", "spec"} <= set(data)):
+        runs = [Run.from_file(p, golden, corpus=corpus, ks=ks, options=options)]
+    elif "questions" in data and "metrics" in data:  # eval --json
+        runs = [Run.from_result(data, name=p.stem, source=str(p))]
+    elif "result" in data and "spec" in data:  # one sweep run
+        runs = [Run.from_result(data["result"], name=data.get("label") or p.stem, source=str(p),
+                                meta={"key": data.get("key")})]
+    elif "configs" in data:  # sweep results.json
+        runs = _sweep_runs(p, data, config)
+        is_sweep = True
+    else:  # an eval result without scores: its retrieved lists are a run
+        runs = [Run.from_file(p, golden, corpus=corpus, ks=ks, options=options)]
     if config is not None and not is_sweep:
         raise ConfigError(f"{p}: config= picks a configuration of a sweep, but this is not a sweep's results.json")
     if name is not None:
@@ -360,10 +556,23 @@ def load_runs(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any =
     return runs
 
 
+def _json_object_or_none(p: Path) -> dict[str, Any] | None:
+    with open(p, "rb") as f:
+        head = f.read(64).lstrip()
+    if not head.startswith(b"{") or p.suffix.lower() == ".jsonl":
+        return None
+    try:
+        data = json.loads(p.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def load_run(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any = None, name: str | None = None,
-             config: str | None = None, ks: Sequence[int] = DEFAULT_KS) -> Run:
+             config: str | None = None, ks: Sequence[int] = DEFAULT_KS,
+             options: MatchOptions | Mapping[str, Any] | None = None) -> Run:
     """One run from ``path`` (see :func:`load_runs`); for a sweep, the top-ranked configuration
     unless ``config`` names another."""
-    runs = load_runs(path, golden=golden, corpus=corpus, config=config, ks=ks)
+    runs = load_runs(path, golden=golden, corpus=corpus, config=config, ks=ks, options=options)
     run = runs[0]
     return run.renamed(name) if name is not None else run

@@ -2,10 +2,8 @@
 
 In:
 
-- a TREC run (``qid Q0 docid rank score tag``), ordered as trec_eval orders it
-  (score descending, ties by doc id descending; :func:`ragtune.evaluate.run.read_trec`);
-- ragtune JSON: an ``eval --json`` result (its ``retrieved`` lists) or an object
-  ``{question id: [hit, ...]}``; JSONL: one ``{"id": ..., "hits": [...]}`` a line;
+- run files (a TREC run, ranx JSON, ragtune JSON or JSONL hit lists, an ``eval --json`` result): read by the one
+  reader, :func:`ragtune.evaluate.run.read_rankings` (re-exported here), and scored by :func:`evaluate_run_file`;
 - TREC qrels (``qid iteration docid grade``): a golden set without question text.
 
 Out: TREC runs and qrels, a BEIR folder (queries.jsonl + qrels/test.tsv), ranx
@@ -24,11 +22,10 @@ from typing import Annotated, Any, Literal
 
 from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError
 from ..config import Opt
-from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate_rankings
-from ..evaluate.run import _desc, read_trec
+from ..evaluate.evaluate import DEFAULT_KS, EvalResult
+from ..evaluate.match import MatchOptions
+from ..evaluate.run import read_rankings, score_run_file
 from ..golden import GoldenItem, GoldenSet
-from .adapter import hits_to_ranking
-from .match import HitMatcher
 
 __all__ = ["read_rankings", "evaluate_run_file", "read_qrels", "write_qrels", "write_trec_run", "export_beir",
            "to_ranx_qrels", "to_ranx_run", "to_ranx", "from_ranx", "load_golden_or_qrels", "export_to"]
@@ -40,73 +37,20 @@ def _is_json(p: Path) -> bool:
     return head.startswith((b"{", b"["))
 
 
-def read_rankings(path: str | os.PathLike[str]) -> dict[str, list[Any]]:
-    """Question id -> raw hits, best first, from a TREC run, ragtune JSON or JSONL (see the module docstring)."""
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusNotFoundError(f"{p}: no such run file")
-    if not _is_json(p):
-        rows = read_trec(p)
-        return {qid: [{"id": d, "score": s} for d, _, s, _ in sorted(hits, key=lambda h: (-h[2], _desc(h[0])))]
-                for qid, hits in rows.items()}
-    text = p.read_text(encoding="utf-8")
-    if p.suffix.lower() == ".jsonl":
-        out: dict[str, list[Any]] = {}
-        for n, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError as e:
-                raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
-            qid = row.get("id", row.get("qid")) if isinstance(row, dict) else None
-            if qid is None or not isinstance(row.get("hits"), list):
-                raise ConfigError(f"{p}:{n}: each line needs an \"id\" and a \"hits\" list, e.g. "
-                                  '{"id": "q1", "hits": ["guide.md#refunds"]}')
-            if str(qid) in out:
-                raise ConfigError(f"{p}:{n}: question {qid!r} appears twice; give each question one line")
-            out[str(qid)] = row["hits"]
-        return out
-    try:
-        data = json.loads(text)
-    except ValueError as e:
-        raise ConfigError(f"{p}: not JSON ({e})") from None
-    if isinstance(data, dict) and isinstance(data.get("questions"), list):  # eval --json
-        return {str(q["id"]): [{k: h[k] for k in ("doc_id", "start", "end", "score") if k in h}
-                               if h.get("doc_id") else {"id": h.get("anchor"), "score": h.get("score")}
-                               for h in q.get("retrieved") or []]
-                for q in data["questions"]}
-    if isinstance(data, dict) and all(isinstance(v, list) for v in data.values()):
-        return {str(k): v for k, v in data.items()}
-    if isinstance(data, dict) and all(isinstance(v, dict) for v in data.values()):  # ranx run: {qid: {doc: score}}
-        return {str(q): [{"id": d, "score": s} for d, s in sorted(docs.items(), key=lambda x: (-x[1], _desc(x[0])))]
-                for q, docs in data.items()}
-    raise ConfigError(f"{p}: not a run: expected an eval --json result, {{question id: [hits]}}, or ranx "
-                      "{question id: {doc: score}}")
-
-
 def evaluate_run_file(path: str | os.PathLike[str], golden: GoldenSet, *, corpus: Any = None,
                       ks: Sequence[int] = DEFAULT_KS, base_url: str | None = None, path_prefix: str | None = None,
-                      fuzzy: bool = True, field: str | None = None) -> EvalResult:
-    """Score the rankings in a run file against ``golden``, as :func:`ragtune.evaluate` scores a retriever's.
+                      fuzzy: bool = True, field: str | None = None, anchor_span: str = "own",
+                      doc_hits: str = "credit") -> EvalResult:
+    """Score the rankings in a run file against ``golden``, as :func:`ragtune.evaluate` scores a retriever's:
+    :func:`ragtune.evaluate.run.score_run_file`, the one reader and matcher that ``compare`` and the gate use too.
 
-    Hits are matched like any outside hit (:class:`HitMatcher`); without ``corpus`` a hit must equal a
-    golden anchor. Golden questions missing from the file score as if nothing was retrieved.
+    Without ``corpus`` a hit must equal a golden anchor. Golden questions missing from the file score as if
+    nothing was retrieved. ``anchor_span`` and ``doc_hits`` choose what anchor and whole-page hits cover
+    (:mod:`ragtune.evaluate.match`).
     """
-    raw = read_rankings(path)
-    matcher = HitMatcher(corpus, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy)
-    by_id = {i.id: i for i in golden}
-    unjudged = sorted(set(raw) - set(by_id))  # trec_eval skips them too; listed in result.matching
-    rankings = {qid: hits_to_ranking(by_id[qid].q, hits, len(hits), matcher, question=qid, field=field)
-                for qid, hits in raw.items() if qid in by_id}
-    matching = {**matcher.report.to_dict(), **({"questions_not_in_golden": unjudged} if unjudged else {})}
-    result = evaluate_rankings(rankings, golden, matcher.scoring_corpus, ks=ks,
-                               config={"run": str(path), "golden": golden.source}, matching=matching)
-    if matcher.report.total and not matcher.report.matched:
-        hint = ("pass the corpus (CLI: --corpus) if the run names documents or sections" if corpus is None
-                else "is it the corpus the run was made from?")
-        raise ConfigError(f"{path}: no hit in the run matches the golden set's anchors or the corpus; {hint}")
-    return result
+    return score_run_file(path, golden, corpus=corpus, ks=ks, field=field,
+                          options=MatchOptions(base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
+                                               anchor_span=anchor_span, doc_hits=doc_hits))
 
 
 # -- qrels -------------------------------------------------------------------------------------------------------
