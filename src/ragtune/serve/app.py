@@ -24,21 +24,22 @@ by every worker into its own memory. All workers append to one telemetry file
 ``X-Ragtune-Worker`` header of /search and /answer give the worker's pid.
 """
 
-import json
-
-
 import hmac
 import ipaddress
+import json
 import os
+import re
 import sys
 import threading
 import time
 from typing import Any
 
-from ..errors import ConfigError, MissingDependencyError, RagtuneError, StoreError
+from ..errors import APIError, ConfigError, EngineError, MissingDependencyError, RagtuneError, StoreError
+from .guard import install_loop_guard, notice
 
 __all__ = ["create_app", "app_from_env", "serving_loader", "PipelineHolder", "check_bind", "check_port",
-           "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K", "SETTINGS_ENV", "KEY_ENV"]
+           "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K", "SETTINGS_ENV", "KEY_ENV", "host_allowed", "clip_inputs",
+           "MAX_ECHO_CHARS"]
 
 SETTINGS_ENV = "RAGTUNE_SERVE_SETTINGS"  # JSON: what each worker process passes to create_app
 KEY_ENV = "RAGTUNE_SERVE_WORKER_KEY"  # the API key, for the workers only: never in argv or in the settings
@@ -46,6 +47,9 @@ KEY_ENV = "RAGTUNE_SERVE_WORKER_KEY"  # the API key, for the workers only: never
 MAX_QUERY_CHARS = 2000
 MAX_K = 100
 MAX_BODY_BYTES = 64 * 1024
+MAX_ECHO_CHARS = 24  # an input quoted back in an error body is cut to this many characters
+_MAX_TOKEN = 120  # any other run of characters without a space longer than this is cut too
+_MAX_MESSAGE = 800  # and no error message is longer than this
 
 
 def _is_loopback(host: str) -> bool:
@@ -143,7 +147,13 @@ class PipelineHolder:
         self.retry_base, self.retry_max = retry_base, retry_max
         self._lock = threading.Lock()
         self._loading: str | None = None
-        vid = store.current_id()
+        try:
+            vid = store.current_id()
+        except StoreError:
+            raise
+        except (OSError, ValueError) as e:  # a damaged pointer the store did not name: say which file
+            raise StoreError(f"{store.root}/CURRENT cannot be read ({type(e).__name__}: {e}); promote a version "
+                             "again to rewrite it (ragtune index promote --store DIR VERSION)") from None
         if vid is None:
             raise ConfigError(f"{store.root} has no current version; build or promote one first")
         self._current = (vid, self._load(vid))
@@ -202,8 +212,8 @@ class PipelineHolder:
         """The (version, pipeline) to serve now; starts loading a newer current version if one is due."""
         try:
             current, sig = self._pointer()
-        except OSError:  # an unreadable pointer: keep serving what is loaded
-            return self._current
+        except (OSError, ValueError):  # an unreadable or damaged pointer (StoreError is a ValueError): keep serving
+            return self._current  # what is loaded; /health says what is wrong
         if current and current != self._current[0]:
             with self._lock:
                 f = self._failures.get(current)
@@ -225,8 +235,8 @@ class PipelineHolder:
         """Why the served version is not the current one (empty when it is)."""
         try:
             current = self.store.current_id()
-        except OSError as e:
-            return [f"cannot read the current pointer: {e}"]
+        except (OSError, ValueError) as e:  # StoreError (damaged CURRENT) is a ValueError
+            return [f"cannot read the current pointer: {type(e).__name__}: {e}; still serving {self.version}"]
         serving = self.version
         if current is None:
             return [f"the store has no current version; serving {serving}"]
@@ -243,16 +253,108 @@ class PipelineHolder:
         return [f"version {current} is current but {serving} is served; the next request starts loading it"]
 
 
-def _body_limit(app, limit: int):
-    """ASGI middleware: a body over ``limit`` bytes gets 413 before the rest of it is read."""
-    import json
+def _inputs(value: Any, out: list[str], budget: list[int]) -> None:
+    """The strings a client sent (keys, values, numbers as text), to find them in an error message."""
+    if budget[0] <= 0:
+        return
+    budget[0] -= 1
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _inputs(k, out, budget)
+            _inputs(v, out, budget)
+    elif isinstance(value, list):
+        for v in value:
+            _inputs(v, out, budget)
+    elif isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            out.append(str(value))
+        except ValueError:  # an int too long for str(): nothing would quote it
+            pass
 
-    async def too_large(send) -> None:
-        body = json.dumps({"detail": f"request body over {limit} bytes; send a shorter query or filter"}).encode()
-        await send({"type": "http.response.start", "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                                (b"connection", b"close")]})
-        await send({"type": "http.response.body", "body": body})
+
+def _scope_inputs(scope) -> list[str]:
+    """What the client sent in this request: the JSON body (kept by the body limit), the query string and
+    the Host header."""
+    out: list[str] = []
+    body = scope.get("ragtune.body") if scope else None
+    if body:
+        try:
+            _inputs(json.loads(body), out, [512])
+        except (ValueError, RecursionError):
+            out.append(body.decode("utf-8", "replace"))
+    for name, value in (scope.get("headers", []) if scope else []):
+        if name == b"host":
+            out.append(value.decode("latin-1"))
+    if scope and scope.get("query_string"):
+        out.append(scope["query_string"].decode("latin-1"))
+    return out
+
+
+_LONG_TOKEN = re.compile(r"\S{%d,}" % (_MAX_TOKEN + 1))
+_URL = re.compile(r"[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]+")
+
+
+def _cut(text: str, n: int) -> str:
+    return text if len(text) <= n else f"{text[:n]}...({len(text)} characters)"
+
+
+def clip_inputs(content: Any, inputs: list[str]) -> Any:
+    """An error body with every echoed input cut to :data:`MAX_ECHO_CHARS` characters.
+
+    Applied to every error body the server sends (the one place): each string in it has the client's own long
+    inputs (``inputs``, as sent or as Python quotes them) cut, then any other run of over 120 characters without
+    a space, and is at most 800 characters long."""
+    long = sorted({t for t in inputs if len(t) > MAX_ECHO_CHARS}, key=len, reverse=True)
+
+    def clip(text: str) -> str:
+        for t in long:
+            for form in (t, repr(t)[1:-1]):
+                if form in text:
+                    text = text.replace(form, _cut(t, MAX_ECHO_CHARS))
+        text = _LONG_TOKEN.sub(lambda m: _cut(m.group(0), _MAX_TOKEN // 2), text)
+        return _cut(text, _MAX_MESSAGE)
+
+    def walk(v: Any) -> Any:
+        if isinstance(v, str):
+            return clip(v)
+        if isinstance(v, dict):
+            return {walk(k): walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+
+    return walk(content)
+
+
+def redact(text: str) -> str:
+    """``text`` without the user:password part, the query or the fragment of any URL in it (for the server's log)."""
+    def one(m: re.Match) -> str:
+        url = re.sub(r"//[^/@\s]*@", "//***@", m.group(0), count=1)
+        for mark in ("?", "#"):
+            if mark in url:
+                url = url.split(mark, 1)[0] + mark + "***"
+        return url
+
+    return _URL.sub(one, text)
+
+
+async def _send_error(scope, send, status: int, detail: Any, headers: list[tuple[bytes, bytes]] = ()) -> None:
+    """An error response from the ASGI layer (413, 421), through the same clipping as the app's errors."""
+    body = json.dumps({"detail": clip_inputs(detail, _scope_inputs(scope))}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close"), *headers]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _body_limit(app, limit: int):
+    """ASGI middleware: a body over ``limit`` bytes gets 413 before the rest of it is read; the body read is kept
+    in the scope (``ragtune.body``) so that an error message can be cut where it quotes it."""
+
+    async def too_large(scope, send) -> None:
+        await _send_error(scope, send, 413, f"request body over {limit} bytes; send a shorter query or filter")
 
     async def middleware(scope, receive, send):
         if scope["type"] != "http":
@@ -264,32 +366,104 @@ def _body_limit(app, limit: int):
                 except ValueError:
                     declared = -1
                 if declared > limit:
-                    return await too_large(send)
+                    return await too_large(scope, send)
         chunks, size = [], 0
         while True:
             message = await receive()
-            if message["type"] != "http.request":  # the client went away
-                async def gone():
-                    return message
-                return await app(scope, gone, send)
+            if message["type"] != "http.request":  # the client went away (or its request timed out): no answer
+                return None
             size += len(message.get("body", b""))
             if size > limit:  # a body without (or with a false) content-length
-                return await too_large(send)
+                return await too_large(scope, send)
             chunks.append(message.get("body", b""))
             if not message.get("more_body", False):
                 break
+        body = b"".join(chunks)
+        scope["ragtune.body"] = body
         replayed = False
 
         async def replay():
             nonlocal replayed
             if not replayed:
                 replayed = True
-                return {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+                return {"type": "http.request", "body": body, "more_body": False}
             return await receive()
 
         return await app(scope, replay, send)
 
     return middleware
+
+
+_LOOPBACK_NAMES = {"localhost", "localhost."}
+
+
+def _host_name(header: str) -> str:
+    """The host of a Host header, without its port: ``[::1]:8000`` -> ``::1``, ``Example.org:80`` -> ``example.org``."""
+    h = header.strip().lower()
+    if h.startswith("["):
+        return h[1:h.find("]")] if "]" in h else h
+    if h.count(":") == 1:
+        h = h.split(":", 1)[0]
+    return h
+
+
+def host_allowed(header: str | None, bound: str | None) -> bool:
+    """Whether a request addressed to ``header`` (the Host header) is for this keyless server: ``localhost``,
+    an IP address (a DNS-rebinding page reaches the server only under a name of its own), or the name it was
+    bound to (``--host``). A request without a Host header (HTTP/1.0) is allowed: browsers always send one."""
+    if header is None:
+        return True
+    name = _host_name(header)
+    if name in _LOOPBACK_NAMES or name.endswith(".localhost"):
+        return True
+    try:
+        ipaddress.ip_address(name)
+        return True
+    except ValueError:
+        pass
+    return bool(bound) and name == _host_name(bound)
+
+
+def _host_check(app, bound: str | None):
+    """ASGI middleware for a server without an API key: refuse (421) a request addressed to another host name,
+    as a page that rebinds its own DNS name to 127.0.0.1 would send."""
+
+    async def middleware(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        header = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
+        if host_allowed(header, bound):
+            return await app(scope, receive, send)
+        await _send_error(scope, send, 421, (
+            f"Host {header!r} is not this server: without an API key it answers only requests addressed to "
+            "localhost, an IP address or its --host name (a guard against DNS rebinding); use one of those, or set "
+            "an API key (--api-key-env) to serve other names"))
+
+    return middleware
+
+
+class _GeneratorFailed(Exception):
+    """The generator (an LLM API, usually) failed: the client gets 502 without its URL or text."""
+
+
+class _GuardedGenerator:
+    """A generator whose failures become :class:`_GeneratorFailed`, logged on the server (redacted, rate
+    limited), never shown to the client."""
+
+    def __init__(self, gen):
+        self._gen = gen
+        self.name = gen.name
+
+    def __getattr__(self, name: str):
+        return getattr(self._gen, name)
+
+    def generate(self, question, contexts):
+        try:
+            return self._gen.generate(question, contexts)
+        except Exception as e:  # APIError, the upstream HTTP error class, a malformed reply: all the upstream's
+            notice(f"generator|{type(e).__name__}",
+                   f"/answer: the generator {self.name} failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+            raise _GeneratorFailed(type(e).__name__) from e
 
 
 def _valid_text(name: str, v: str) -> None:
@@ -302,7 +476,7 @@ def _valid_text(name: str, v: str) -> None:
 
 def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | None = None, generator: str = "extractive",
                gate: float | None = None, docs: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
-               telemetry=None, holder: PipelineHolder | None = None):
+               telemetry=None, holder: PipelineHolder | None = None, host: str | None = "127.0.0.1"):
     """The FastAPI app over the store at ``store_dir``.
 
     ``log_path``: the telemetry log (None: no logging); a log that cannot be opened
@@ -310,33 +484,43 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     ``telemetry``: a ready :class:`~ragtune.serve.telemetry.TelemetryWriter` instead.
     ``docs``: serve Swagger UI at ``/docs`` (its scripts come from a CDN, so the
     browser needs internet access); off by default.
+    ``host``: the name the server is bound to; without ``api_key``, only requests whose
+    Host header is ``localhost``, an IP address or this name are answered (421 otherwise).
     """
     try:
         from contextlib import asynccontextmanager
 
-        from fastapi import Depends, FastAPI, HTTPException, Request, Response
+        from fastapi import Depends, FastAPI, Request, Response
         from fastapi.exceptions import RequestValidationError
         from fastapi.responses import JSONResponse
+        from fastapi.security import APIKeyHeader
         from pydantic import BaseModel, ConfigDict, Field, field_validator
+        from starlette.exceptions import HTTPException
     except ImportError:
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
 
     from ..answer import ConfidenceGate, answer_question, make_generator
+    from ..retrieve.filters import MAX_FILTER_CHARS
     from ..store import IndexStore
     from .telemetry import TelemetryWriter
 
     store = IndexStore(store_dir)
     holder = holder or PipelineHolder(store)
-    gen = make_generator(generator)
+    gen = _GuardedGenerator(make_generator(generator))
     gate_ = ConfidenceGate(gate) if gate is not None else None
     writer = telemetry if telemetry is not None else TelemetryWriter(log_path)
 
     class SearchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
 
-        query: str = Field(..., description=f"the question or keywords, 1 to {MAX_QUERY_CHARS} characters")
-        k: int = Field(10, description=f"results to return, 1 to {MAX_K} (a JSON integer, not a string)")
-        filters: str | None = Field(None, description="metadata filter expression, e.g. \"dir=tutorial\"")
+        query: str = Field(..., description=f"the question or keywords, 1 to {MAX_QUERY_CHARS} characters, not only "
+                                            "spaces", json_schema_extra={"minLength": 1, "maxLength": MAX_QUERY_CHARS,
+                                                                         "pattern": r"\S"})
+        k: int = Field(10, description=f"results to return, 1 to {MAX_K} (a JSON integer, not a string)",
+                       json_schema_extra={"minimum": 1, "maximum": MAX_K})
+        filters: str | None = Field(None, description="metadata filter expression, e.g. \"dir=tutorial\", at most "
+                                                      f"{MAX_FILTER_CHARS} characters",
+                                    json_schema_extra={"maxLength": MAX_FILTER_CHARS})
 
         @field_validator("query")
         @classmethod
@@ -363,16 +547,54 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             return v
 
     class AnswerRequest(SearchRequest):
-        k: int = Field(5, description=f"contexts given to the generator, 1 to {MAX_K} (a JSON integer)")
+        k: int = Field(5, description=f"contexts given to the generator, 1 to {MAX_K} (a JSON integer)",
+                       json_schema_extra={"minimum": 1, "maximum": MAX_K})
+
+    class Problem(BaseModel):
+        field: str = Field(..., description="the field at fault, e.g. query, k (empty for the body as a whole)")
+        message: str = Field(..., description="what is wrong and what to send instead")
+
+    class ValidationErrorBody(BaseModel):
+        detail: list[Problem]
+
+    class ErrorBody(BaseModel):
+        detail: str = Field(..., description="what is wrong and how to fix it; inputs are quoted cut to "
+                                             f"{MAX_ECHO_CHARS} characters")
+
+    def doc(description: str, model=ErrorBody) -> dict[str, Any]:
+        return {"model": model, "description": description}
+
+    common: dict[int | str, dict[str, Any]] = {
+        413: doc(f"the body is over {max_body_bytes} bytes (refused before it is read)"),
+        422: doc("the body is not valid JSON or breaks a rule: every problem with its field", ValidationErrorBody),
+        503: doc("the index store cannot be read (a damaged CURRENT or version file), or the server is at its "
+                 "connection limit"),
+    }
+    if api_key:
+        common[401] = doc("the X-API-Key header is missing or wrong")
+    else:
+        common[421] = doc("the Host header names another server (without a key, only localhost, an IP address or "
+                          "the --host name are answered: a guard against DNS rebinding)")
+    query_errors = {**common, 400: doc("filters is malformed, over a limit, or names a field the corpus lacks"),
+                    502: doc("an upstream API (a remote embedder or reranker) failed; the server log has the cause")}
+    answer_errors = {**query_errors, 502: doc("upstream generator failed (the LLM API or another upstream); the "
+                                              "server log has the cause")}
+    read_errors = {k: v for k, v in common.items() if k != 422}
 
     fields = ", ".join(SearchRequest.model_fields)
+    key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the server's API key") if api_key else None
 
-    def check_key(request: Request) -> None:
-        if api_key and not hmac.compare_digest(request.headers.get("x-api-key", "").encode(), api_key.encode()):
-            raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
+    if key_header is not None:
+        def check_key(x_api_key: str | None = Depends(key_header)) -> None:
+            if not hmac.compare_digest((x_api_key or "").encode(), api_key.encode()):
+                raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
+    else:
+        def check_key() -> None:
+            return None
 
     @asynccontextmanager
     async def lifespan(app):
+        install_loop_guard()  # a failed accept() is one line on stderr, not a traceback each time
         yield
         writer.close()
 
@@ -381,6 +603,13 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     app.state.holder = holder
     app.state.telemetry = writer
     app.add_middleware(lambda inner: _body_limit(inner, max_body_bytes))
+    if not api_key:
+        app.add_middleware(lambda inner: _host_check(inner, host))  # outermost: before the body is read
+
+    def error(request: Request, status: int, detail: Any, headers: dict[str, str] | None = None):
+        """Every error body of the app goes out here, its echoed inputs cut (:func:`clip_inputs`)."""
+        return JSONResponse(status_code=status, content={"detail": clip_inputs(detail, _scope_inputs(request.scope))},
+                            headers=headers)
 
     @app.exception_handler(RequestValidationError)
     def invalid(request: Request, exc: RequestValidationError):  # say what to fix; never echo the input back
@@ -391,20 +620,41 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             if e.get("type") == "extra_forbidden":
                 message = f"unknown field {field!r}; the fields are {fields}"
             problems.append({"field": field, "message": message})
-        return JSONResponse(status_code=422, content={"detail": problems})
+        return error(request, 422, problems)
+
+    @app.exception_handler(HTTPException)
+    def http_error(request: Request, exc: HTTPException):
+        return error(request, exc.status_code, exc.detail, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    def internal(request: Request, exc: Exception):  # no traceback text to the client; uvicorn logs it (deduped)
+        return error(request, 500, "internal error; the server's standard error has the cause")
 
     def run(fn):
         try:
             return fn()
         except ConfigError as e:
             raise HTTPException(status_code=400, detail=str(e)) from None
+        except _GeneratorFailed:
+            raise HTTPException(status_code=502, detail="upstream generator failed; the server's log has the "
+                                                        "cause") from None
+        except APIError as e:  # a remote embedder or reranker: no URL or upstream text to the client
+            notice(f"api|{type(e).__name__}", f"an upstream API failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+            raise HTTPException(status_code=502, detail="an upstream API (embedder or reranker) failed; the "
+                                                        "server's log has the cause") from None
+        except (StoreError, EngineError, OSError) as e:  # the store or engine cannot be read now
+            notice(f"store|{type(e).__name__}", f"a request failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+            raise HTTPException(status_code=503, detail=f"the index cannot be read: {redact(str(e))}") from None
         except RagtuneError as e:
-            raise HTTPException(status_code=500, detail=str(e)) from None
+            raise HTTPException(status_code=500, detail=redact(str(e))) from None
 
-    @app.get("/health")
+    @app.get("/health", responses={k: v for k, v in common.items() if k == 421})
     async def health() -> dict[str, Any]:  # on the event loop: never waits for a worker thread or the log
-        holder.get()  # a due (re)load starts in the background; nothing here waits for it
-        problems = holder.problems()
+        try:
+            holder.get()  # a due (re)load starts in the background; nothing here waits for it
+            problems = holder.problems()
+        except Exception as e:  # always 200: a status that says what is wrong
+            problems = [f"cannot check the store: {type(e).__name__}: {e}"]
         stats = writer.stats()
         if stats["enabled"] and not stats["ok"]:
             problems.append("telemetry: rows are failing or waiting to be written; answers are still served")
@@ -414,15 +664,23 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                 "problems": problems,
                 "telemetry": {k: stats[k] for k in ("enabled", "written", "failed", "dropped", "queued")}}
 
-    @app.get("/versions", dependencies=[Depends(check_key)])
+    @app.get("/versions", dependencies=[Depends(check_key)], responses=read_errors)
     def versions() -> dict[str, Any]:
-        cur = store.current_id()
-        return {"current": cur, "serving": holder.version, "load_errors": holder.load_errors(),
-                "telemetry": writer.stats(),
-                "versions": [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
-                              "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]}
+        def listing():
+            cur = store.current_id()
+            return cur, [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
+                          "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]
 
-    @app.post("/search", dependencies=[Depends(check_key)])
+        try:
+            cur, listed = listing()
+        except (RagtuneError, OSError, ValueError) as e:  # a damaged CURRENT or history: 503, saying which
+            notice(f"versions|{type(e).__name__}", f"/versions: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+            raise HTTPException(status_code=503, detail=f"the index store cannot be read (still serving "
+                                                        f"{holder.version}): {redact(str(e))}") from None
+        return {"current": cur, "serving": holder.version, "load_errors": holder.load_errors(),
+                "telemetry": writer.stats(), "versions": listed}
+
+    @app.post("/search", dependencies=[Depends(check_key)], responses=query_errors)
     def search(req: SearchRequest, response: Response) -> dict[str, Any]:
         response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
@@ -432,7 +690,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                           "score": h.score, "start": h.chunk.start, "end": h.chunk.end,
                           "snippet": h.chunk.text[:400]} for i, h in enumerate(ranking.hits, start=1)]}
 
-    @app.post("/answer", dependencies=[Depends(check_key)])
+    @app.post("/answer", dependencies=[Depends(check_key)], responses=answer_errors)
     def answer(req: AnswerRequest, response: Response) -> dict[str, Any]:
         response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()

@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Annotated, Any, TextIO
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError, TelemetryError
 from ..config import Opt
 
 __all__ = ["run_server", "open_log", "find_gaps", "export_log"]
@@ -26,14 +26,26 @@ def run_server(
     docs: Annotated[bool, Opt("serve the OpenAPI page at /docs (its assets load from a CDN)")] = False,
     workers: Annotated[int, Opt("server processes sharing the port (each loads the current version; a Milvus "
                                 "version is searched in Milvus, with no copy per process)", lo=1, hi=256)] = 1,
+    max_connections: Annotated[int | None, Opt("most open connections per process (default 2048; never more than "
+                                               "the open-file limit allows, less a reserve)", lo=1,
+                                               hi=1_000_000)] = None,
+    request_timeout: Annotated[float | None, Opt("seconds a connection has to send a whole request (head and body) "
+                                                 "after it opens or after its last response (default 10)",
+                                                 lo=0.1, hi=3600)] = None,
 ) -> None:
     """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted.
 
     With ``workers`` > 1, uvicorn runs that many processes accepting on one socket; each builds its app with
     :func:`ragtune.serve.app.app_from_env` from settings passed in the environment (the API key in a variable of
     its own, never on a command line) and appends to the same telemetry log.
+
+    Each process caps its connections below its open-file limit and gives each connection ``request_timeout``
+    seconds to send a request (:mod:`ragtune.serve.guard`); a ``log_path`` that exists and is not a regular file
+    (a FIFO, a device, a folder) is refused before anything is opened.
     """
     from .app import KEY_ENV, SETTINGS_ENV, check_bind, check_port, create_app
+    from .guard import KEEP_ALIVE_S, LIMITS_ENV, compute_limits
+    from .telemetry import check_log_path
 
     try:
         import uvicorn
@@ -43,14 +55,27 @@ def run_server(
     check_port(port)
     if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 256:
         raise ConfigError(f"--workers {workers!r}: give a whole number of processes from 1 to 256, e.g. --workers 4")
+    limits = compute_limits(max_connections, request_timeout)  # ConfigError for a bad value or a tiny ulimit
+    if log_path is not None:
+        try:
+            check_log_path(log_path)  # a FIFO would block the server's start; a folder or device is no log either
+        except TelemetryError as e:
+            raise ConfigError(str(e)) from None
     if warning:
         print(warning, file=sys.stderr)
+    os.environ[LIMITS_ENV] = json.dumps({"max_connections": max_connections, "request_timeout": request_timeout})
     tail = (("  docs: /docs" if docs else "") + (f"; telemetry: {log_path}" if log_path else "; telemetry off")
-            + ("; API key required" if api_key else ""))
+            + ("; API key required" if api_key else "")
+            + f"; at most {limits.max_connections} connections"
+            + (f" (open-file limit {limits.nofile})" if limits.nofile else "")
+            + f", {limits.request_timeout:g} s per request")
+    guard = {"http": "ragtune.serve.guard:GuardedH11Protocol", "backlog": limits.backlog,
+             "timeout_keep_alive": KEEP_ALIVE_S, "log_level": "warning"}
     if workers == 1:
-        app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs)
+        app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs,
+                         host=host)
         print(f"serving {store} (version {app.state.holder.version}) on http://{host}:{port}{tail}", file=sys.stderr)
-        uvicorn.run(app, host=host, port=port, log_level="warning", workers=1)
+        uvicorn.run(app, host=host, port=port, workers=1, **guard)
         return
     from ..answer import make_generator
     from ..store import IndexStore
@@ -60,7 +85,8 @@ def run_server(
         raise ConfigError(f"{store} has no current version; build or promote one first")
     make_generator(generator)
     os.environ[SETTINGS_ENV] = json.dumps({"store": os.path.abspath(store), "generator": generator, "gate": gate,
-                                           "docs": docs, "log_path": os.path.abspath(log_path) if log_path else None})
+                                           "docs": docs, "log_path": os.path.abspath(log_path) if log_path else None,
+                                           "host": host})
     if api_key:
         os.environ[KEY_ENV] = api_key
     else:
@@ -68,8 +94,8 @@ def run_server(
     print(f"serving {store} (version {current}) on http://{host}:{port} with {workers} worker processes{tail}",
           file=sys.stderr)
     # a worker loading a model may not answer uvicorn's health ping for a while: give it a minute, not 5 s
-    uvicorn.run("ragtune.serve.app:app_from_env", factory=True, host=host, port=port, log_level="warning",
-                workers=workers, timeout_worker_healthcheck=60)
+    uvicorn.run("ragtune.serve.app:app_from_env", factory=True, host=host, port=port, workers=workers,
+                timeout_worker_healthcheck=60, **guard)
 
 
 def open_log(path: str):

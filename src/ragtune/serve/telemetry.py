@@ -24,6 +24,7 @@ import json
 import os
 import queue
 import sqlite3
+import stat
 import sys
 import threading
 import time
@@ -33,7 +34,8 @@ from typing import Any, TextIO
 
 from ..errors import TelemetryBusyError, TelemetryError
 
-__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "answer_log_fields", "make_row", "parse_since"]
+__all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "answer_log_fields",
+           "make_row", "parse_since", "check_log_path"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -89,13 +91,47 @@ def parse_since(text: str | None) -> float | None:
         raise ConfigError(f"--since {text!r}: use a number and a unit, like 7d, 12h or 30m") from None
 
 
-def _header(path: Path) -> bytes | None:
-    """The first 100 bytes of an existing, non-empty file (None otherwise)."""
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISDIR, "folder"), (stat.S_ISCHR, "character device"),
+                       (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def _not_a_file(path: str | os.PathLike[str], mode: int) -> TelemetryError:
+    return TelemetryError(f"telemetry log {str(path)!r} is a {_kind(mode)}, not a regular file: a log is a SQLite file; "
+                          "give the path of a file (it is created if missing) with --log, or --no-log")
+
+
+def check_log_path(path: str | os.PathLike[str]) -> None:
+    """:class:`TelemetryError` when ``path`` exists and is not a regular file (a FIFO, a device, a folder): opening
+    a FIFO would wait for a writer forever. Follows symbolic links; a missing file is fine (it is created)."""
     try:
-        with open(path, "rb") as f:
-            head = f.read(100)
+        st = os.stat(path)
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise _wrap(Path(path), e, "read") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise _not_a_file(path, st.st_mode)
+
+
+def _header(path: Path) -> bytes | None:
+    """The first 100 bytes of an existing, non-empty file (None otherwise); :class:`TelemetryError` for a path that
+    is not a regular file. Opened without blocking, so a FIFO swapped in after the check cannot hang it."""
+    check_log_path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     except FileNotFoundError:
         return None
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise _not_a_file(path, mode)
+        head = os.read(fd, 100)
+    finally:
+        os.close(fd)
     return head or None
 
 
@@ -112,6 +148,8 @@ class TelemetryLog:
         self.busy_timeout = busy_timeout
         try:
             head = _header(self.path)
+        except TelemetryError:
+            raise
         except OSError as e:
             raise _wrap(self.path, e, "read") from None
         if head is not None and not head.startswith(b"SQLite format 3\x00"):
