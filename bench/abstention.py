@@ -17,7 +17,7 @@ import argparse
 from ragtune.answer import ExtractiveGenerator
 from ragtune.answer.evaluate import evaluate_answers
 from ragtune.golden import load_golden
-from ragtune.pipeline import open_pipeline
+from ragtune.store import open_pipeline
 
 
 def main() -> None:

@@ -90,7 +90,8 @@ def run(args, work: Path) -> int:
 
     import ragtune as rt
     from ragtune.pipeline import run_eval
-    from ragtune.store import IndexConfig, IndexStore, build_version, load_pipeline
+    from ragtune.pipeline import PipelineConfig
+    from ragtune.store import IndexStore, build_version, load_pipeline
 
     flags = {"chunker": args.chunker, "retriever": "bm25", **({"size": args.size} if args.size else {})}
     # a snapshot: every mode must see the same documents even if someone edits them during the run
@@ -100,7 +101,7 @@ def run(args, work: Path) -> int:
     source = (args.corpus, args.golden)
     args.corpus, args.golden = str(corpus_dir), str(golden_file)
     store = IndexStore(work / "store")
-    build_version(store, rt.load_corpus(args.corpus), IndexConfig.from_flags(flags))
+    build_version(store, rt.load_corpus(args.corpus), PipelineConfig.from_flags(flags))
     pipeline = load_pipeline(store)
     golden = rt.load_golden(args.golden)
     ks = (5, 10, 20, args.depth)

@@ -63,12 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     import ragtune as rt
-    from ragtune.store import IndexConfig, IndexStore, build_version
+    from ragtune.pipeline import PipelineConfig
+    from ragtune.store import IndexStore, build_version
 
     questions = [i.q for i in rt.load_golden(args.golden)] if args.golden else QUESTIONS
     work = Path(tempfile.mkdtemp(prefix="ragtune-load-"))
     try:
-        return run(args, questions, work, rt, IndexConfig, IndexStore, build_version)
+        return run(args, questions, work, rt, PipelineConfig, IndexStore, build_version)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -96,7 +97,7 @@ def milvus_server(work: Path) -> tuple[subprocess.Popen, str]:
             time.sleep(0.1)
 
 
-def run(args, questions, work: Path, rt, IndexConfig, IndexStore, build_version) -> int:
+def run(args, questions, work: Path, rt, PipelineConfig, IndexStore, build_version) -> int:
     store = IndexStore(work / "store")
     flags = {"chunker": "markdown", "size": 256, "retriever": args.retriever}
     milvus = None
@@ -106,7 +107,7 @@ def run(args, questions, work: Path, rt, IndexConfig, IndexStore, build_version)
         milvus, uri = milvus_server(work)
         flags.update(retriever=engine_retriever("milvus", args.retriever), milvus_uri=uri)
     try:
-        build_version(store, rt.load_corpus(args.corpus), IndexConfig.from_flags(flags))
+        build_version(store, rt.load_corpus(args.corpus), PipelineConfig.from_flags(flags))
         return serve(args, questions, work, store)
     finally:
         if milvus is not None:

@@ -37,11 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="ragtune-refresh-"))
     os.environ["RAGTUNE_CACHE_DIR"] = str(work / "cache")
     import ragtune as rt
-    from ragtune.store import IndexConfig, IndexStore, build_version, refresh_version
+    from ragtune.pipeline import PipelineConfig
+    from ragtune.store import IndexStore, build_version, refresh_version
 
     src = work / "corpus"
     shutil.copytree(args.corpus, src)
-    config = IndexConfig.from_flags({"chunker": args.chunker, "size": args.size, "retriever": args.retriever})
+    config = PipelineConfig.from_flags({"chunker": args.chunker, "size": args.size, "retriever": args.retriever})
     store = IndexStore(work / "store")
     t0 = time.perf_counter()
     full = build_version(store, rt.load_corpus(src), config, show_progress=True)

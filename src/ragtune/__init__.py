@@ -11,7 +11,7 @@ The public API::
     outside = rt.evaluate_retriever(my_search, golden, corpus=corpus)  # any (query, k) -> hits
 """
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .chunking import DocumentChunker, DocumentChunkerConfig, SectionChunker, SectionChunkerConfig, chunk_corpus, make_chunker
 from .corpus import Corpus, load_corpus

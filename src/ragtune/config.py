@@ -2,7 +2,7 @@
 
 Configs are frozen dataclasses. Strings from the edges (CLI flags, TOML/YAML)
 are parsed once by :meth:`Config.from_dict`, which rejects unknown keys with
-the list of valid ones. :meth:`Config.config_hash` is a stable cache key.
+the list of valid ones. :attr:`Config.key` (:func:`config_key`) is a stable cache key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from .errors import ConfigError
 
-__all__ = ["Config", "Opt", "NONE_FLAG", "check_choice", "check_range"]
+__all__ = ["Config", "Opt", "NONE_FLAG", "check_choice", "check_range", "config_key"]
 
 C = TypeVar("C", bound="Config")
 
@@ -70,9 +70,24 @@ class Config:
         """The value of every option when it is not given."""
         return cls().to_dict()  # type: ignore[call-arg]
 
-    def config_hash(self) -> str:
-        blob = json.dumps({"type": type(self).__name__, **self.to_dict()}, sort_keys=True, default=str)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+    @property
+    def key(self) -> str:
+        """A stable hash of the config and its type (:func:`config_key`), the same scheme as
+        :attr:`ragtune.pipeline.PipelineConfig.key`."""
+        return config_key({"type": type(self).__name__, **self.to_dict()})
+
+
+def config_key(data: Mapping[str, Any]) -> str:
+    """The one hash of a configuration: 12 hex digits of SHA-256 over its sorted JSON (tuples as lists)."""
+    blob = json.dumps(dict(data), sort_keys=True, default=_plain)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def _plain(value: Any) -> Any:
+    try:
+        return list(value)
+    except TypeError:
+        return str(value)
 
 
 def _hints(cls: type) -> dict[str, Any]:

@@ -13,8 +13,8 @@ generators, judges) is looked up here by name. An entry is::
 
 CLI flags, sweep grid keys, store manifests and the Python API all read the
 registries, so a new retriever is one module that calls
-``RETRIEVERS.register(...)`` plus one line naming that module in
-``BUILTIN_MODULES`` — or, from another package, one entry point::
+``RETRIEVERS.register(...)`` (a built-in one is also named in its registry's
+module list at the end of this file) — or, from another package, one entry point::
 
     [project.entry-points."ragtune.retrievers"]
     mine = "my_package.my_retriever"      # a module that registers on import
@@ -51,6 +51,14 @@ class Entry:
     ``argument`` says whether the name takes a ``:argument`` (``openai:<model>``,
     ``onnx:<folder>``): ``"none"``, ``"optional"`` or ``"required"``.
     ``uses_embedder`` marks retrievers and chunkers that need the pipeline's embedder.
+
+    Capabilities, declared here so that no caller dispatches on a name:
+
+    - ``load`` (retrievers that keep an index of their own): ``load(config, chunks, resources, folder)`` reopens
+      what the retriever's ``save(folder)`` wrote, so a store version persists, reloads, refreshes and rolls back
+      such an index like the built-in BM25 files and vectors (:attr:`stores_index`);
+    - ``calls_llm``: building or using the component calls a language model (a dry run estimates the calls and
+      the cost before any is made, and offline runs refuse it unless asked).
     """
 
     stage: str
@@ -61,6 +69,13 @@ class Entry:
     argument: str = "none"
     uses_embedder: bool = False
     fixed: tuple[str, ...] = ()  # config fields that are not options to set (semantic chunks never overlap)
+    load: Callable[..., Any] | None = None
+    calls_llm: bool = False
+
+    @property
+    def stores_index(self) -> bool:
+        """The component keeps an index of its own, saved into and reloaded from a store version."""
+        return self.load is not None
 
     def make_config(self, options: Mapping[str, Any] | None = None) -> Config:
         """The validated config for ``options`` (unknown options list the valid ones)."""
@@ -94,14 +109,15 @@ class Registry:
     # -- registration ---------------------------------------------------------------------------------------------
     def register(self, name: str, config: type[Config] | None, factory: Callable[..., Any], *, summary: str = "",
                  argument: str = "none", uses_embedder: bool = False, fixed: tuple[str, ...] = (),
-                 replace: bool = False) -> Entry:
+                 load: Callable[..., Any] | None = None, calls_llm: bool = False, replace: bool = False) -> Entry:
         if not isinstance(name, str) or not name or ":" in name:
             raise ConfigError(f"{self.stage} names are non-empty strings without ':', got {name!r}")
         if argument not in ("none", "optional", "required"):
             raise ConfigError(f"argument must be none, optional or required, got {argument!r}")
         if name in self._entries and not replace:
             raise ConfigError(f"a {self.stage} named {name!r} is already registered; pass replace=True to override it")
-        entry = Entry(self.stage, name, config, factory, summary, argument, uses_embedder, tuple(fixed))
+        entry = Entry(self.stage, name, config, factory, summary, argument, uses_embedder, tuple(fixed), load,
+                      calls_llm)
         self._entries[name] = entry
         return entry
 

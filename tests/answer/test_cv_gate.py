@@ -7,7 +7,7 @@ from ragtune.answer import ConfidenceGate, ExtractiveGenerator
 from ragtune.answer.evaluate import evaluate_answers
 from ragtune.answer.extractive import DEFAULT_MIN_OVERLAP
 from ragtune.answer.gate import calibrate_threshold, cross_validated_gates
-from ragtune.pipeline import open_pipeline
+from ragtune.store import open_pipeline
 from tests.helpers import write_files, write_jsonl
 
 

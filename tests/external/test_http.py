@@ -113,10 +113,16 @@ def test_429_and_5xx_are_retried_with_backoff(service, corpus, golden):
                             body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"}, backoff=0.0)
     assert got.config["http"] == {"requests": len(golden) + 2, "retries": 2}
     Search.fail_first = {golden.items[0].q: 5}
+    opts = dict(corpus=corpus, hits_path="data.results", hit_field=SPAN, body={"q": "{query}", "size": "{k}"},
+                headers={"Authorization": "KB_TOKEN"}, retries=1, backoff=0.0)
+    got = evaluate_endpoint(url + "/search", golden, **opts)  # one failing question is reported, not fatal
+    failed = got.config["failed"]
+    assert failed["count"] == 1 and failed["questions"][0]["question"] == golden.items[0].id
+    assert "giving up after 2 attempts" in failed["questions"][0]["error"]
+    assert got.questions[0].scores["mrr"] == 0.0 and len(got.questions) == len(golden)
+    Search.fail_first = {golden.items[0].q: 5}
     with pytest.raises(APIError, match="giving up after 2 attempts"):
-        evaluate_endpoint(url + "/search", golden, corpus=corpus, hits_path="data.results", hit_field=SPAN,
-                          body={"q": "{query}", "size": "{k}"}, headers={"Authorization": "KB_TOKEN"}, retries=1,
-                          backoff=0.0)
+        evaluate_endpoint(url + "/search", golden, fail_fast=True, **opts)
 
 
 def test_http_errors_and_bad_options_say_what_to_fix(service, corpus, golden, monkeypatch):
@@ -147,11 +153,12 @@ uvicorn = pytest.importorskip("uvicorn")
 def test_ragtune_serve_over_http_gives_the_metrics_of_the_store_itself(tmp_path, golden, monkeypatch):
     pytest.importorskip("fastapi")
     from ragtune.serve.app import create_app
-    from ragtune.store import IndexConfig, IndexStore, build_version, load_pipeline
+    from ragtune.pipeline import PipelineConfig
+    from ragtune.store import IndexStore, build_version, load_pipeline
 
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 12}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "fixed", "size": 12}))
     app = create_app(str(store.root), api_key="k3y")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -45,7 +45,7 @@ def test_config_validation_lists_choices():
         BM25Config(b=1.5)
     with pytest.raises(ConfigError, match="unknown option\\(s\\) 'k2'; valid options: k1, b"):
         BM25Config.from_dict({"k2": 1})
-    assert BM25Config().config_hash() == BM25Config(k1=1.5).config_hash() != BM25Config(k1=1.2).config_hash()
+    assert BM25Config().key == BM25Config(k1=1.5).key != BM25Config(k1=1.2).key
 
 
 def test_top_k_breaks_ties_by_index_and_drops_zero():
@@ -68,9 +68,9 @@ def test_save_and_load_give_the_same_rankings(tmp_path):
     with pytest.raises(ConfigError, match="other chunks or another configuration"):
         BM25Retriever.load(tmp_path / "idx", r.chunks[:2], r.config)
     # the cache folder path: built once, loaded the second time
-    first = build_retriever(r.chunks, "bm25", bm25_cache=tmp_path / "cache")
-    assert len(list((tmp_path / "cache").iterdir())) == 1
-    second = build_retriever(r.chunks, "bm25", bm25_cache=tmp_path / "cache")
+    first = build_retriever(r.chunks, "bm25", cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache" / "bm25").iterdir())) == 1
+    second = build_retriever(r.chunks, "bm25", cache_dir=tmp_path / "cache")
     assert [h.chunk.id for h in second.search("cats", k=3).hits] == [h.chunk.id for h in first.search("cats", k=3).hits]
 
 
@@ -83,9 +83,9 @@ def test_bm25_cache_tells_prefixed_from_plain_chunks(tmp_path):
     plain = chunk_corpus(corpus, make_chunker("section"))
     prefixed = chunk_corpus(corpus, make_chunker("section", prefix=True))
     assert [c.id for c in plain] == [c.id for c in prefixed]
-    a = build_retriever(plain, "bm25", bm25_cache=tmp_path / "cache")
-    b = build_retriever(prefixed, "bm25", bm25_cache=tmp_path / "cache")
-    assert len(list((tmp_path / "cache").iterdir())) == 2
+    a = build_retriever(plain, "bm25", cache_dir=tmp_path / "cache")
+    b = build_retriever(prefixed, "bm25", cache_dir=tmp_path / "cache")
+    assert len(list((tmp_path / "cache" / "bm25").iterdir())) == 2
     # the title word reaches only the prefixed index
     assert [h.chunk.doc_id for h in b.search("zebra flies", k=1).hits] == ["zebra.md"]
     assert a.search("zebra flies", k=2).hits[0].score < b.search("zebra flies", k=2).hits[0].score

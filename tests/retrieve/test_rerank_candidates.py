@@ -9,7 +9,8 @@ from ragtune import Hit, Ranking
 from ragtune.corpus import load_corpus
 from ragtune.golden import GoldenItem, GoldenSet
 from ragtune.pipeline import PipelineConfig, build_pipeline, compare_candidates, first_stage_check, run_eval
-from ragtune.render import candidate_gains, candidate_verdict, render_candidates, rerank_warning
+from ragtune.cli.render import render_candidates
+from ragtune.pipeline import candidate_gains, candidate_verdict, rerank_warning
 
 
 def row(n, ndcg, p95, p50=None):

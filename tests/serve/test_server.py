@@ -9,7 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ragtune import load_corpus
-from ragtune.store import IndexConfig, IndexStore, build_version
+from ragtune.pipeline import PipelineConfig
+from ragtune.store import IndexStore, build_version
 from tests.helpers import DOCS, write_files
 
 uvicorn = pytest.importorskip("uvicorn")
@@ -33,8 +34,8 @@ def served(tmp_path):
 
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 12}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "fixed", "size": 12}))
     log = tmp_path / "telemetry.sqlite"
     app = create_app(str(store.root), api_key="s3cret", log_path=str(log))
     with socket.socket() as s:
@@ -127,8 +128,8 @@ def test_a_failed_load_is_reported_and_retried_on_promote_and_with_backoff(tmp_p
 
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
     calls = []
     broken = {"v0002"}
 
@@ -166,8 +167,8 @@ def test_a_failed_load_is_retried_after_the_backoff(tmp_path):
 
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
     attempts = []
 
     def loader(vid):
@@ -191,7 +192,7 @@ def test_a_rollback_during_a_load_wins(tmp_path):
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
     for _ in range(2):
-        build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+        build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
     release = threading.Event()
 
     def loader(vid):

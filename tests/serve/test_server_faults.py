@@ -13,7 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 
 from ragtune import ConfigError, load_corpus
-from ragtune.store import IndexConfig, IndexStore, build_version
+from ragtune.pipeline import PipelineConfig
+from ragtune.store import IndexStore, build_version
 from tests.helpers import DOCS, write_files
 from tests.serve.test_server import call
 from tests.serve.test_telemetry_faults import failing_opener
@@ -29,7 +30,7 @@ Q = {"query": "How long do refunds take after a cancelled order?"}
 def store(tmp_path):
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     s = IndexStore(tmp_path / "s")
-    build_version(s, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    build_version(s, corpus, PipelineConfig.from_flags({"chunker": "section"}))
     return s
 
 
@@ -232,7 +233,7 @@ def test_health_is_degraded_while_a_promoted_version_fails_to_load(store, tmp_pa
     from ragtune.serve.app import PipelineHolder
     from ragtune.store import load_pipeline
 
-    build_version(store, load_corpus(write_files(tmp_path / "c2", DOCS)), IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, load_corpus(write_files(tmp_path / "c2", DOCS)), PipelineConfig.from_flags({"chunker": "section"}))
     broken = {"v0002"}
 
     def loader(vid):

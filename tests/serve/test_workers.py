@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from ragtune import ConfigError, load_corpus
-from ragtune.store import IndexConfig, IndexStore, build_version
+from ragtune.pipeline import PipelineConfig
+from ragtune.store import IndexStore, build_version
 from tests.helpers import DOCS, free_port, milvus_lite_server, write_files
 
 pytest.importorskip("uvicorn")
@@ -103,7 +104,7 @@ def _children(pid: int) -> list[int]:
 def test_two_workers_share_the_port_the_log_and_the_current_pointer(tmp_path):
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
-    build_version(store, corpus, IndexConfig.from_flags({"chunker": "section", "retriever": "bm25"}))
+    build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section", "retriever": "bm25"}))
     key = "k3y-for-the-workers"
     server = Server(store.root, 2, {**_env(tmp_path), "RAGTUNE_API_KEY": key})
     try:
@@ -128,7 +129,7 @@ def test_two_workers_share_the_port_the_log_and_the_current_pointer(tmp_path):
         assert len(served_by) == 2, f"one worker served everything: {served_by}"
 
         # a promote is seen by every worker: each holder reads CURRENT itself
-        build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 12, "retriever": "bm25"}))
+        build_version(store, corpus, PipelineConfig.from_flags({"chunker": "fixed", "size": 12, "retriever": "bm25"}))
         assert store.current_id() == "v0001"
         store.promote("v0002")
         assert len(server.health_pids(2, version="v0002")) == 2
@@ -216,7 +217,7 @@ def test_a_milvus_store_is_served_by_two_workers_without_a_copy(tmp_path, lite_s
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
     flags = {"chunker": "section", "retriever": engine_retriever("milvus", "bm25"), "milvus_uri": lite_server}
-    build_version(store, corpus, IndexConfig.from_flags(flags))
+    build_version(store, corpus, PipelineConfig.from_flags(flags))
 
     # what each worker holds: a retriever over the version's collection, no chunk, vector or document
     pipeline = serving_loader(store)("v0001")

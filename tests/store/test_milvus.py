@@ -22,7 +22,8 @@ from ragtune.engines import engine_of, engine_retriever  # noqa: E402
 from ragtune.engines import milvus as m  # noqa: E402
 from ragtune.errors import ConfigError  # noqa: E402
 from ragtune.golden import load_beir_golden  # noqa: E402
-from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, open_pipeline, run_eval  # noqa: E402
+from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, run_eval  # noqa: E402
+from ragtune.store import open_pipeline  # noqa: E402
 from ragtune.retrieve.filters import ChunkFilter  # noqa: E402
 from ragtune.store import IndexStore, build_version, load_pipeline, open_current, refresh_version  # noqa: E402
 from ragtune.types import Document  # noqa: E402

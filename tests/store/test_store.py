@@ -11,7 +11,8 @@ import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.cli import main
-from ragtune.store import IndexConfig, IndexStore, StoreError, build_version, load_pipeline, migrate, refresh_version
+from ragtune.pipeline import PipelineConfig
+from ragtune.store import IndexStore, StoreError, build_version, load_pipeline, migrate, refresh_version
 from tests.helpers import DOCS, QUESTIONS, write_files, write_jsonl
 
 
@@ -23,9 +24,9 @@ def corpus_dir(tmp_path):
 def test_versions_promote_rollback_gc_diff(corpus_dir, tmp_path):
     store = IndexStore(tmp_path / "s")
     corpus = load_corpus(corpus_dir)
-    v1 = build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"}))
+    v1 = build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
     assert store.current_id() == v1.id == "v0001"  # the first version becomes current
-    v2 = build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 16}))
+    v2 = build_version(store, corpus, PipelineConfig.from_flags({"chunker": "fixed", "size": 16}))
     assert store.current_id() == "v0001"  # later builds wait for promote
     store.promote(v2.id)
     assert store.current_id() == "v0002" and store.history() == ["v0001", "v0002"]
@@ -37,11 +38,11 @@ def test_versions_promote_rollback_gc_diff(corpus_dir, tmp_path):
     (corpus_dir / "shipping.md").write_text("# Shipping\n\nNow shipping takes a week.\n")
     (corpus_dir / "new.md").write_text("# New\n\nA new page.\n")
     (corpus_dir / "account" / "delete.md").unlink()
-    v3 = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}), promote=True)
+    v3 = build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}), promote=True)
     d = store.diff("v0001", v3.id)
     assert (d["added"], d["changed"], d["removed"]) == (["new.md"], ["shipping.md"], ["account/delete.md"])
     for _ in range(3):
-        build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+        build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}))
     removed = store.gc(keep=2)
     left = [v.id for v in store.list()]
     assert store.current_id() in left and len(left) >= 2 and set(removed).isdisjoint(left)
@@ -52,7 +53,7 @@ def test_versions_promote_rollback_gc_diff(corpus_dir, tmp_path):
 def test_refresh_reembeds_only_changed_documents_and_matches_a_full_build(corpus_dir, tmp_path):
     pytest.importorskip("onnxruntime")
     store = IndexStore(tmp_path / "s")
-    config = IndexConfig.from_flags({"chunker": "markdown", "size": 32, "retriever": "hybrid"})
+    config = PipelineConfig.from_flags({"chunker": "markdown", "size": 32, "retriever": "hybrid"})
     v1 = build_version(store, load_corpus(corpus_dir), config)
     (corpus_dir / "shipping.md").write_text("# Shipping\n\nParcels now ship within five days, express in two.\n")
     corpus = load_corpus(corpus_dir)
@@ -73,7 +74,7 @@ def test_refresh_reembeds_only_changed_documents_and_matches_a_full_build(corpus
 def test_embeddings_never_mix(corpus_dir, tmp_path):
     pytest.importorskip("onnxruntime")
     store = IndexStore(tmp_path / "s")
-    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "retriever": "dense"}))
+    v = build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section", "retriever": "dense"}))
     manifest = json.loads((v.path / "manifest.json").read_text())
     manifest["embedding"]["key"] = "some-other-model:0000"
     (v.path / "manifest.json").write_text(json.dumps(manifest))
@@ -87,7 +88,7 @@ def test_migrate_promotes_only_within_the_allowed_drop(corpus_dir, tmp_path):
     pytest.importorskip("onnxruntime")
     store = IndexStore(tmp_path / "s")
     golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS]))
-    build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "retriever": "dense"}))
+    build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section", "retriever": "dense"}))
     strict = migrate(store, "onnx:" + _onnx_copy(tmp_path), golden, max_drop=-1.0, samples=200)  # must improve by 1.0
     assert strict["promoted"] is False and store.current_id() == strict["blue"]
     assert strict["comparison"]["n"] == 7
@@ -114,12 +115,12 @@ def _onnx_copy(tmp_path):
 def test_sigkill_during_builds_never_corrupts_the_store(corpus_dir, tmp_path):
     store_dir = tmp_path / "s"
     store = IndexStore(store_dir)
-    build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}))
     script = (
         "import sys\nfrom ragtune import load_corpus\n"
-        "from ragtune.store import IndexStore, IndexConfig, build_version\n"
+        "from ragtune.store import IndexStore, build_version\nfrom ragtune.pipeline import PipelineConfig\n"
         f"s = IndexStore({str(store_dir)!r}); c = load_corpus({str(corpus_dir)!r})\n"
-        "while True:\n    build_version(s, c, IndexConfig.from_flags({'chunker': 'fixed', 'size': 8}), promote=True)\n"
+        "while True:\n    build_version(s, c, PipelineConfig.from_flags({'chunker': 'fixed', 'size': 8}), promote=True)\n"
     )
     rng = random.Random(1)
     for _ in range(6):
@@ -134,7 +135,7 @@ def test_sigkill_during_builds_never_corrupts_the_store(corpus_dir, tmp_path):
             chunks, _ = store.chunks(v.id)
             assert len(chunks) == v.manifest["chunks"] > 0
         assert load_pipeline(store).retriever.search("refunds", k=1).hits
-    build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}))
     assert [p.name for p in (store_dir / "building").iterdir() if p.name != ".lock"] == []  # debris cleaned
 
 
@@ -171,7 +172,7 @@ def test_versions_store_bm25_and_loading_rebuilds_nothing(corpus_dir, tmp_path, 
     import ragtune.store.build as build_mod
 
     store = IndexStore(tmp_path / "s")
-    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section", "retriever": "bm25", "k1": 1.2}))
+    v = build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section", "retriever": "bm25", "k1": 1.2}))
     assert (v.path / "bm25" / "ragtune-bm25.json").exists()
     expected = [h.chunk.id for h in load_pipeline(store).retriever.search("refunds", k=3).hits]
 
@@ -190,7 +191,7 @@ def test_promote_is_atomic_for_concurrent_readers(corpus_dir, tmp_path):
 
     store = IndexStore(tmp_path / "s")
     corpus = load_corpus(corpus_dir)
-    ids = {build_version(store, corpus, IndexConfig.from_flags({"chunker": "section"})).id for _ in range(3)}
+    ids = {build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"})).id for _ in range(3)}
     seen, bad = set(), []
     stop = threading.Event()
 
@@ -215,7 +216,7 @@ def test_promote_is_atomic_for_concurrent_readers(corpus_dir, tmp_path):
 
 def test_reranked_store_pipelines_keep_their_version(corpus_dir, tmp_path):
     store = IndexStore(tmp_path / "s")
-    build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+    build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}))
     p = load_pipeline(store)
     assert p.version == "v0001" and p.with_reranker(None, 10).version == "v0001"
     with pytest.raises(StoreError, match="no index store at"):

@@ -20,7 +20,8 @@ import pytest
 import ragtune.store.store as store_mod
 from ragtune import load_corpus
 from ragtune.cli import main
-from ragtune.store import IndexConfig, IndexStore, StoreError, build_version, load_pipeline, refresh_version
+from ragtune.pipeline import PipelineConfig
+from ragtune.store import IndexStore, StoreError, build_version, load_pipeline, refresh_version
 from tests.helpers import DOCS, write_files
 
 SECTION = {"chunker": "section"}
@@ -35,7 +36,7 @@ def _store(tmp_path, corpus_dir, n=1, name="s"):
     store = IndexStore(tmp_path / name)
     corpus = load_corpus(corpus_dir)
     for i in range(n):
-        build_version(store, corpus, IndexConfig.from_flags({"chunker": "fixed", "size": 8 + i} if i else SECTION))
+        build_version(store, corpus, PipelineConfig.from_flags({"chunker": "fixed", "size": 8 + i} if i else SECTION))
     return store
 
 
@@ -273,7 +274,7 @@ def test_every_file_and_folder_is_synced_before_the_version_is_published(corpus_
     monkeypatch.setattr(os, "fsync", recording_fsync)
     monkeypatch.setattr(os, "rename", recording_rename)
     store = IndexStore(tmp_path / "s")
-    v = build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "section"}))
+    v = build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "section"}))
     (src, synced_then), = [(s, seen) for s, seen in published if "/building/" in s]
     real = os.path.realpath(v.path)
     version_paths = {src + os.path.realpath(p)[len(real):] for p in [v.path, *v.path.rglob("*")]}
@@ -330,7 +331,7 @@ def test_a_full_disk_during_a_build_publishes_nothing_and_says_so(corpus_dir, tm
     monkeypatch.setattr(store_mod, "open", _FullDisk(budget), raising=False)
     with pytest.raises(StoreError, match=r"^building v0002 failed while writing \S+: No space left on device "
                                          r"\(ENOSPC\)") as e:
-        build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
+        build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
     _assert_failed_build_left_nothing(store, str(e.value))
 
 
@@ -354,10 +355,10 @@ def test_a_full_tmpfs_during_a_build(corpus_dir, tmp_path):
         with open(filler, "r+b") as f:  # leave room for part of a version
             f.truncate(filler.stat().st_size - 16 * 1024)
         with pytest.raises(StoreError, match=r"^building v0002 failed while writing .*\(ENOSPC\)") as e:
-            build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
+            build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"}))
         _assert_failed_build_left_nothing(store, str(e.value))
         filler.unlink()
-        assert build_version(store, load_corpus(corpus_dir), IndexConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"})).id \
+        assert build_version(store, load_corpus(corpus_dir), PipelineConfig.from_flags({"chunker": "fixed", "size": 8, "retriever": "bm25"})).id \
             == "v0002"
     finally:
         subprocess.run(["umount", str(mnt)], check=False)
@@ -377,7 +378,7 @@ def test_reading_a_folder_that_is_not_a_store_fails_and_building_creates_it(corp
     plain.mkdir()
     with pytest.raises(StoreError, match="no index store .no versions/ folder. at"):
         IndexStore(plain).list()
-    assert build_version(IndexStore(missing), load_corpus(corpus_dir), IndexConfig.from_flags(SECTION)).id == "v0001"
+    assert build_version(IndexStore(missing), load_corpus(corpus_dir), PipelineConfig.from_flags(SECTION)).id == "v0001"
 
 
 # --- the CLI -----------------------------------------------------------------------------------------------

@@ -70,7 +70,7 @@ def test_yaml_grid(tmp_path):
 
 
 def test_defaults_are_the_same_configuration_and_labels_show_retriever_options():
-    from ragtune.sweep import RunSpec
+    from ragtune.pipeline import PipelineConfig as RunSpec
 
     a = RunSpec.from_flags({"chunker": "fixed", "size": 256, "overlap": 32, "retriever": "bm25", "k1": 1.5})
     b = RunSpec.from_flags({"chunker": "fixed", "retriever": "bm25"})

@@ -109,8 +109,10 @@ def test_a_sweep_ranked_by_context_tokens_puts_the_smallest_first(setup):
 def test_interrupted_sweep_resumes_without_recomputing(setup, monkeypatch):
     corpus, golden, grid, out = setup
     built = []
-    real = runner_mod.RETRIEVERS.build
-    monkeypatch.setattr(runner_mod.RETRIEVERS, "build", lambda *a, **k: built.append(1) or real(*a, **k))
+    from ragtune.registry import RETRIEVERS
+
+    real = RETRIEVERS.build
+    monkeypatch.setattr(RETRIEVERS, "build", lambda *a, **k: built.append(1) or real(*a, **k))
 
     def stop_after_three(record, seen=[]):
         seen.append(record)
@@ -194,9 +196,10 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
         "import ragtune.sweep.runner as r\n"
         "from ragtune import load_corpus, load_golden\n"
         "from ragtune.sweep import parse_grid\n"
-        "real = r.RETRIEVERS.build\n"
+        "from ragtune.registry import RETRIEVERS\n"
+        "real = RETRIEVERS.build\n"
         "def slow(*a, **k):\n    time.sleep(0.3)\n    return real(*a, **k)\n"
-        "r.RETRIEVERS.build = slow\n"
+        "RETRIEVERS.build = slow\n"
         f"r.run_sweep(load_corpus({corpus.root!r}), load_golden({golden.source!r}), "
         f"parse_grid(json.load(open({str(grid_file)!r}))), {str(out)!r}, show_progress=False)\n"
     )
@@ -219,8 +222,10 @@ def test_sweep_killed_with_sigkill_resumes(setup, tmp_path):
 def test_chunkings_are_cached_on_disk_by_corpus_and_config(setup, monkeypatch):
     corpus, golden, grid, out = setup
     calls = []
-    real = runner_mod.chunk_documents
-    monkeypatch.setattr(runner_mod, "chunk_documents", lambda *a, **k: calls.append(1) or real(*a, **k))
+    import ragtune.chunking as chunking_mod
+
+    real = chunking_mod.chunk_documents
+    monkeypatch.setattr(chunking_mod, "chunk_documents", lambda *a, **k: calls.append(1) or real(*a, **k))
     first = run_sweep(corpus, golden, grid, out / "a", show_progress=False)
     n = len(calls)
     assert n > 0

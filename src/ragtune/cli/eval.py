@@ -12,12 +12,12 @@ from ..external.cli import evaluate_outside
 from ..golden import load_golden
 from .options import add_flags, kwargs
 from ..pipeline import compare_candidates, first_stage_check, run_eval
-from ..render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
+from .render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
                       render_rerank_usage)
 from ._common import K, add_pipeline_flags, command, emit, filters, float_in, int_in, int_list, load_pipeline
 
 def cmd_eval(args) -> int:
-    check_gate(args.baseline, args.update_baseline)
+    check_gate(args.baseline, args.update_baseline, args.metric)
     if args.endpoint or args.run:
         return cmd_eval_external(args)
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
@@ -50,7 +50,7 @@ def cmd_eval(args) -> int:
 
 def _emit_gated(args, data, text) -> int:
     """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop)."""
-    gate = ci_gate(data, **kwargs(ci_gate, args))
+    gate = ci_gate(data, **_gate_inputs(args), **kwargs(ci_gate, args))
     if gate is None:
         emit(args, data, text)
         if args.update_baseline:
@@ -60,6 +60,17 @@ def _emit_gated(args, data, text) -> int:
     if args.json:
         print(gate.to_text(), file=sys.stderr)
     return gate.exit_code
+
+
+def _gate_inputs(args) -> dict:
+    """What scores a baseline that is a run file (TREC, ranx, JSONL) as eval --run would: golden, corpus, matching."""
+    if not args.baseline or args.update_baseline:
+        return {}
+    from ..evaluate.match import MatchOptions
+    from ..external.files import load_golden_or_qrels
+
+    return {"golden": load_golden_or_qrels(args.golden, split=args.split), "corpus": getattr(args, "corpus", None),
+            "options": MatchOptions(**kwargs(MatchOptions, args))}
 
 
 def cmd_eval_external(args) -> int:

@@ -8,8 +8,8 @@ from ..config import read_config_file
 from ..corpus import load_corpus
 from ..golden import load_golden
 from ..pipeline import PipelineConfig
-from ..render import render_built, render_diff, render_version_line
-from .options import add_ray_flags, ray_options
+from .render import render_built, render_diff, render_version_line
+from .options import add_ray_flags, ray_embedders
 from ._common import add_pipeline_flags, command, emit, finite_float, int_in, pipeline_flags
 
 
@@ -25,7 +25,7 @@ def cmd_build(args) -> int:
     config = PipelineConfig.from_flags({**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)})
     store = _store(args)
     v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True,
-                      ray=ray_options(args))
+                      make_embedder=ray_embedders(args))
     return emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
 
 
@@ -34,15 +34,26 @@ def cmd_refresh(args) -> int:
 
     store = _store(args)
     v, st = refresh_version(store, load_corpus(args.corpus), promote=not args.no_promote, show_progress=True,
-                            allow_mass_removal=args.allow_mass_removal, ray=ray_options(args))
+                            allow_mass_removal=args.allow_mass_removal, make_embedder=ray_embedders(args))
     return emit(args, {"id": v.id, "current": store.current_id(), **st}, render_built(v, store.current_id(), st))
 
 
 def cmd_list(args) -> int:
+    from ..errors import DamagedStoreError
+
     store = _store(args)
-    versions, cur = store.list(include_damaged=True), store.current_id()
-    return emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
-                "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
+    versions = store.list(include_damaged=True)
+    try:
+        cur, damaged = store.current_id(), None
+        if cur is not None and cur not in {v.id for v in versions}:
+            store.get()  # CURRENT names a version that is gone: DamagedStoreError
+    except DamagedStoreError as e:  # still list the versions: one of them is the repair
+        cur, damaged = None, e
+    emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
+         "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
+    if damaged is not None:
+        raise damaged
+    return 0
 
 
 def cmd_show(args) -> int:

@@ -24,7 +24,7 @@ from ..errors import ConfigError
 
 __all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
-           "load_pipeline", "add_ray_flags", "ray_options"]
+           "load_pipeline", "add_ray_flags", "ray_options", "ray_embedders", "sweep_executor"]
 
 
 def typed(parse: Callable[..., Any], *spec: Any) -> Callable[[str], Any]:
@@ -54,10 +54,10 @@ def add_stage_flags(parser: Any, stage: str) -> None:
     """One flag per option of every registered entry of ``stage`` (chunker, retriever, reranker), from the
     entries' config classes: ``--size``, ``--rrf-k``; rerankers' as ``--rerank-<option>``. The value lands in
     ``opt_<name>`` (see :func:`ragtune.pipeline.PipelineConfig.from_flags`)."""
-    from ..pipeline import RERANK_PREFIX, _option_types, option_owners
+    from ..pipeline import RERANK_PREFIX, option_owners, option_types
     from ..registry import RERANKERS
 
-    hints = _option_types(stage)
+    hints = option_types(stage)
     owners = option_owners(stage) if stage != "reranker" else {
         n: [e.name for e in RERANKERS if n in e.options] for n in hints}
     prefix = RERANK_PREFIX if stage == "reranker" else ""
@@ -261,6 +261,26 @@ def ray_options(args: Any) -> Any:
     return RayOptions(address=args.ray, num_cpus=args.ray_cpus)
 
 
+def ray_embedders(args: Any) -> Any:
+    """``make_embedder`` for index builds and refreshes with --ray (None without it)."""
+    options = ray_options(args)
+    if options is None:
+        return None
+    from ..scale import ray_embedders as make
+
+    return make(options)
+
+
+def sweep_executor(args: Any) -> Any:
+    """The sweep executor of --ray (None without it: the sweep runs locally)."""
+    options = ray_options(args)
+    if options is None:
+        return None
+    from ..scale import RaySweepExecutor
+
+    return RaySweepExecutor(options)
+
+
 def pipeline_config(args: Any, **extra: Any):
     from ..pipeline import PipelineConfig
 
@@ -278,11 +298,17 @@ def filters(args: Any) -> str | None:
 
 
 def load_pipeline(args: Any):
-    """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.pipeline.open_pipeline`)."""
-    from ..pipeline import open_pipeline
+    """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.store.open_pipeline`)."""
     from ..registry import RERANKERS
+    from ..store import open_pipeline
 
     if getattr(args, "candidates", None) and not args.rerank:
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
+    if args.store_version and not args.store:
+        raise ConfigError("--version selects a version of --store; give --store too")
+    if args.store is None and args.corpus is None:
+        raise ConfigError("--corpus is required (or --store for a built index)")
+    if args.store is not None and args.corpus is not None:
+        raise ConfigError("give --corpus or --store, not both")
     return open_pipeline(corpus=args.corpus, store=args.store, version=args.store_version, flags=pipeline_flags(args),
                          candidates=(args.candidates or [50])[0], show_progress=True)

@@ -9,7 +9,8 @@ from typing import Any
 
 import numpy as np
 
-from .evaluate.render import bar, render_eval
+from ..evaluate.render import bar, render_eval
+from ..pipeline.evaluation import _metric_of, candidate_gains, candidate_row, candidate_verdict, rerank_warning  # noqa: F401
 
 __all__ = ["render_eval", "bar", "render_histogram", "render_chunking", "render_search", "render_answer",
            "render_answer_metrics", "render_candidates", "candidate_row", "candidate_gains", "candidate_verdict",
@@ -33,7 +34,7 @@ def chunk_record(c: Any, role: str) -> dict[str, Any]:
 
 def render_chunking(chunker: Any, n_docs: int, chunks: Sequence[Any], parents: Sequence[Any], elapsed: float,
                     samples: int = 3) -> str:
-    from .chunking.tokens import get_tokenizer
+    from ..chunking.tokens import get_tokenizer
 
     cfg = getattr(chunker, "config", None)
     counter = get_tokenizer(getattr(cfg, "tokenizer", "regex"))
@@ -91,71 +92,6 @@ def render_answer_metrics(answers: Mapping[str, Any]) -> str:
         lines.append(f"  judge {j['name']}: {j['usage']['calls']} calls, {j['usage']['input_tokens']} in / "
                      f"{j['usage']['output_tokens']} out tokens, ${j['cost']:.4f}")
     return "\n".join(lines)
-
-
-def candidate_row(candidates: Any, result: Any) -> dict[str, Any]:
-    """One row of the candidates table: quality, the whole search's p50/p95 and the rerank stage's own."""
-    m = result.metrics
-    lat = result.latency_ms or {}
-    stage = (lat.get("stages") or {}).get("rerank")
-    none = float("nan") if lat else 0.0  # rankings without timings: unknown
-    return {"candidates": candidates, "recall@5": m.get("recall@5", float("nan")), "mrr": m.get("mrr", float("nan")),
-            "ndcg@10": m.get("ndcg@10", float("nan")), "p50_ms": lat.get("p50", float("nan")),
-            "p95_ms": lat.get("p95", float("nan")),
-            "rerank_p50_ms": stage["p50"] if stage else (0.0 if candidates == "none" else none),
-            "rerank_p95_ms": stage["p95"] if stage else (0.0 if candidates == "none" else none)}
-
-
-def _metric_of(rows: Sequence[Mapping[str, Any]]) -> str:
-    """nDCG@10, or MRR when 10 is not among the cut-offs."""
-    return "ndcg@10" if rows and rows[0].get("ndcg@10") == rows[0].get("ndcg@10") else "mrr"
-
-
-def candidate_gains(rows: Sequence[Mapping[str, Any]], metric: str | None = None) -> list[dict[str, Any]]:
-    """The rows (the first is the no-rerank row) with ``gain`` (``metric`` minus the first row's) and
-    ``gain_per_100ms`` (gain divided by the rerank stage's p50, per 100 ms)."""
-    metric = metric or _metric_of(rows)
-    base = rows[0][metric] if rows else float("nan")
-    out = []
-    for r in rows:
-        gain = r[metric] - base
-        cost = r.get("rerank_p50_ms", float("nan"))
-        per = gain / cost * 100.0 if r["candidates"] != "none" and cost and cost > 0 else float("nan")
-        out.append({**r, "gain": 0.0 if r["candidates"] == "none" else gain, "gain_per_100ms": per})
-    return out
-
-
-def candidate_verdict(rows: Sequence[Mapping[str, Any]], budget_ms: float = 300.0,
-                      metric: str | None = None) -> dict[str, Any]:
-    """The shortlist size to rerank: of the sizes that raise ``metric`` over the first row (no reranking) and
-    whose rerank p95 fits ``budget_ms``, the one with the largest gain (the smaller size on a tie); else skip.
-    Returns ``{"candidates": N or None, "metric", "budget_ms", "text"}``."""
-    metric = metric or _metric_of(rows)
-    rows = candidate_gains(rows, metric)
-    ranked = [r for r in rows[1:] if r["gain"] == r["gain"]]
-    better = [r for r in ranked if r["gain"] > 0]
-    fits = [r for r in better if r["rerank_p95_ms"] == r["rerank_p95_ms"] and r["rerank_p95_ms"] <= budget_ms]
-    if fits:
-        best = max(fits, key=lambda r: (r["gain"], -r["candidates"]))
-        text = (f"verdict: rerank {best['candidates']} candidates ({metric} {best['gain']:+.3f}, rerank p95 "
-                f"{best['rerank_p95_ms']:.0f} ms <= {budget_ms:g} ms budget)")
-        return {"candidates": best["candidates"], "metric": metric, "budget_ms": budget_ms, "text": text}
-    if better:
-        best = max(better, key=lambda r: r["gain"])
-        why = (f"the best gain ({best['candidates']} candidates, {metric} {best['gain']:+.3f}) needs rerank p95 "
-               f"{best['rerank_p95_ms']:.0f} ms > {budget_ms:g} ms")
-    else:
-        why = f"no shortlist size raises {metric} over the first stage"
-    return {"candidates": None, "metric": metric, "budget_ms": budget_ms,
-            "text": f"verdict: skip reranking for this budget ({why})"}
-
-
-def rerank_warning(first_stage: float, reranked: float, reranker: str, metric: str = "ndcg@10") -> str | None:
-    """One line when reranking scored lower than the first stage alone (None otherwise)."""
-    if not (first_stage == first_stage and reranked == reranked) or reranked >= first_stage:
-        return None
-    return (f"warning: reranking with {reranker} lowers {metric} from {first_stage:.3f} (first stage alone) to "
-            f"{reranked:.3f}; drop --rerank, or try --rerank-mode fuse or another reranker")
 
 
 def render_rerank_usage(usage: Mapping[str, Any]) -> str:

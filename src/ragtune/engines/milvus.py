@@ -668,11 +668,20 @@ def _factory(config: Config, chunks: Sequence[Chunk], resources) -> MilvusRetrie
     return build_retriever(config, chunks, resources)
 
 
+def _load(config: Config, chunks: Sequence[Chunk], resources, folder) -> MilvusRetriever:
+    """A store version's collection, reopened: the manifest's ``engine`` record (``resources.stored.engine``:
+    its URI, or the one the caller reaches the same Milvus by, and the collection)."""
+    engine = resources.stored.engine
+    embedder = resources.embedder() if _mode(config) != "bm25" else None
+    return MilvusRetriever(connect(engine["uri"]), engine["collection"], config, chunks=chunks, embedder=embedder,
+                           uri=engine["uri"])
+
+
 from ..registry import RETRIEVERS  # noqa: E402
 
-RETRIEVERS.register("milvus-bm25", MilvusBM25Config, _factory,
+RETRIEVERS.register("milvus-bm25", MilvusBM25Config, _factory, load=_load,
                     summary="BM25 in Milvus (Lite file or server) over ragtune's analysed tokens")
-RETRIEVERS.register("milvus-dense", MilvusDenseConfig, _factory, uses_embedder=True,
+RETRIEVERS.register("milvus-dense", MilvusDenseConfig, _factory, load=_load, uses_embedder=True,
                     summary="exact inner product in Milvus (Lite file or server)")
-RETRIEVERS.register("milvus-hybrid", MilvusHybridConfig, _factory, uses_embedder=True,
+RETRIEVERS.register("milvus-hybrid", MilvusHybridConfig, _factory, load=_load, uses_embedder=True,
                     summary="BM25 + dense in Milvus, fused by reciprocal rank fusion")

@@ -104,7 +104,8 @@ def span_hit(source: str | None, text: str | None, score: Any, start: Any = None
 def ragtune_search(target: Any) -> Any:
     """``search(query, k) -> Ranking`` over a :class:`~ragtune.pipeline.Pipeline`, a ragtune retriever (anything
     with ``search(query, k, filters)``) or the path of an index store (its current version)."""
-    from ..pipeline import Pipeline, open_pipeline
+    from ..pipeline import Pipeline
+    from ..store import open_pipeline
 
     if isinstance(target, (str, os.PathLike)):
         target = open_pipeline(store=target)

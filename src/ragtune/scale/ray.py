@@ -6,7 +6,7 @@ Two uses, both giving the results of a local run:
   builds the embedder from its registered name on the worker, embeds its batch and ships the vectors back;
   the driver checks that the worker's model has the driver's weights (same cache key), gathers the batches
   in order and writes them into its own content-addressed embedding cache, as a local run would.
-- :func:`run_specs` runs sweep configurations as Ray tasks. Each task ships its finished run record back to
+- :class:`RaySweepExecutor` (through :func:`run_specs`) runs sweep configurations as Ray tasks. Each task ships its finished run record back to
   the driver, which writes ``runs/<key>.json``: workers never need to see the driver's disk. Workers share
   the content-addressed caches (embeddings, chunkings, BM25 indexes) through ``cache_dir``: on one machine
   that is the driver's cache folder; on a cluster, each node uses that path on its own disk (or a shared
@@ -30,7 +30,7 @@ import numpy as np
 
 from ..errors import APIError, ConfigError, MissingDependencyError, RagtuneError
 
-__all__ = ["RayOptions", "RayEmbedder", "connect", "run_specs"]
+__all__ = ["RayOptions", "RayEmbedder", "RaySweepExecutor", "connect", "ray_embedders", "run_specs"]
 
 INSTALL = "pip install 'ragtune[ray]'"
 _ADDRESS = re.compile(r"^(auto|local|ray://[^\s:/]+:\d+|[^\s:/]+:\d+)$")
@@ -149,7 +149,7 @@ def _get(ray, refs):
 def _check_worker(version: str, cache_dir: str | None = None) -> None:
     """On a worker: the driver's ragtune release, and its cache folder (created here when absent; a node that
     cannot create it caches in its temporary folder: every cache is keyed by content, so results are the same)."""
-    from .. import __version__
+    from .._version import __version__
 
     if version != __version__:
         raise ConfigError(f"a Ray worker runs ragtune {__version__} but the driver runs {version}: install the "
@@ -184,7 +184,7 @@ def _embed_batch(name: str, texts: list[str], version: str) -> tuple[str, np.nda
 class RayEmbedder:
     """An embedder whose :meth:`embed` runs as Ray tasks, ``options.batch_size`` texts each.
 
-    Wrap it in :class:`~ragtune.embed.CachedEmbedder` (``Resources(ray=...)`` does): only cache misses travel,
+    Wrap it in :class:`~ragtune.embed.CachedEmbedder` (``Resources(make_embedder=ray_embedders(options))`` does): only cache misses travel,
     and the vectors land in the driver's cache. Names, dimensions, the cache key, the tokenizer (input keys,
     token counts) and query embedding are the local embedder's: constructing one loads no model."""
 
@@ -219,7 +219,7 @@ class RayEmbedder:
         return 2 * self.options.batch_size * self._slots
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        from .. import __version__
+        from .._version import __version__
 
         texts = list(texts)
         if not texts:
@@ -243,38 +243,60 @@ class RayEmbedder:
 # ---------------------------------------------------------------------------------------------------------------
 # Sweeps
 
-_SWEEP_STATE: dict[str, Any] = {"key": None}
+_WORKER_RESOURCES: dict[str, Any] = {"key": None, "resources": None}
 
 
-def _sweep_task(corpus, golden, grid, i: int, spec, version: str, cache_dir: str) -> dict:
-    """A Ray task: one sweep configuration, evaluated and timed on the worker; returns its run record.
+def _sweep_task(job, i: int, spec, version: str, cache_dir: str) -> dict:
+    """A Ray task: one sweep configuration, evaluated and timed on the worker (:func:`ragtune.sweep.run_config`);
+    returns its run record.
 
     Chunkings, first-stage indexes and embedders stay in the worker process between tasks of the same sweep
-    (the in-memory caches of a local run); the on-disk caches are in ``cache_dir``."""
-    from collections import OrderedDict
-
-    from ..sweep.runner import _Progress, _run_one, golden_fingerprint
+    (one :class:`~ragtune.pipeline.Resources` per worker, as a local run keeps one); the on-disk caches are in
+    ``cache_dir``."""
+    from ..embed.cache import default_cache_dir
+    from ..pipeline import Resources
+    from ..sweep import run_config
 
     _check_worker(version, cache_dir)
-    key = (corpus.fingerprint, golden_fingerprint(golden), cache_dir)
-    if _SWEEP_STATE["key"] != key:
-        _SWEEP_STATE.update(key=key, chunks=OrderedDict(), indexes=OrderedDict(), embedders={})
-    return _run_one(i, spec, corpus, golden, grid, _Progress(0, False), _SWEEP_STATE["chunks"],
-                    _SWEEP_STATE["indexes"], _SWEEP_STATE["embedders"])
+    key = (job.key, cache_dir)
+    if _WORKER_RESOURCES["key"] != key:
+        _WORKER_RESOURCES.update(key=key, resources=Resources(cache_dir=default_cache_dir()))
+    return run_config(job, spec, _WORKER_RESOURCES["resources"], position=i)
 
 
-def run_specs(corpus, golden, grid, todo: Sequence[tuple[int, Any]], options: RayOptions) -> Iterator[tuple[int, dict]]:
-    """Run the sweep configurations ``todo`` (``(position, spec)`` pairs) as Ray tasks; yields
-    ``(position, record)`` as each finishes. Unfinished tasks are cancelled when the caller stops early."""
-    from .. import __version__
+class RaySweepExecutor:
+    """A sweep executor (:class:`ragtune.sweep.Executor`): the configurations left to run become Ray tasks, run
+    in parallel; each ships its record back to the driver, which writes it. Latencies are then measured on
+    workers that may be busy with other tasks."""
+
+    def __init__(self, options: RayOptions):
+        self.options = options
+
+    def run(self, job, todo: Sequence[tuple[int, Any]], progress: Any) -> Iterator[tuple[int, dict]]:
+        for i, record in run_specs(job, todo, self.options):
+            progress.finished(record["label"])
+            yield i, record
+
+
+def ray_embedders(options: RayOptions):
+    """``make_embedder`` for :class:`~ragtune.pipeline.Resources` (and ``build_version``/``refresh_version``):
+    the embedder of a name, embedding as Ray tasks."""
+    return lambda name: RayEmbedder(name, options)
+
+
+def run_specs(job, todo: Sequence[tuple[int, Any]], options: RayOptions) -> Iterator[tuple[int, dict]]:
+    """Run the sweep configurations ``todo`` (``(position, config)`` pairs) of ``job``
+    (:class:`ragtune.sweep.SweepJob`) as Ray tasks; yields ``(position, record)`` as each finishes. Unfinished
+    tasks are cancelled when the caller stops early."""
+    from .._version import __version__
 
     if not todo:
         return
     ray = connect(options)
-    corpus_ref, golden_ref = ray.put(corpus), ray.put(golden)
+    job_ref = ray.put(job)
     task = _remote(ray, _sweep_task).options(num_cpus=options.task_cpus)
     cache_dir = options.worker_cache_dir()
-    pending = {task.remote(corpus_ref, golden_ref, grid, i, spec, __version__, cache_dir): i for i, spec in todo}
+    pending = {task.remote(job_ref, i, spec, __version__, cache_dir): i for i, spec in todo}
     try:
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)

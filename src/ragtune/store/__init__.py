@@ -3,7 +3,8 @@ blue/green embedding migration."""
 
 from .build import build_version, load_pipeline, migrate, refresh_version
 from .milvus import open_current
-from .store import IndexConfig, IndexStore, StoreError, VersionInfo
+from .open import open_pipeline
+from .store import IndexStore, StoreError, VersionInfo
 
-__all__ = ["IndexConfig", "IndexStore", "StoreError", "VersionInfo", "build_version", "load_pipeline", "migrate",
-           "open_current", "refresh_version"]
+__all__ = ["IndexStore", "StoreError", "VersionInfo", "build_version", "load_pipeline", "migrate", "open_current",
+           "open_pipeline", "refresh_version"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -11,30 +11,17 @@ import numpy as np
 
 from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError
+from ..embed import DEFAULT_EMBEDDER
+from ..errors import ConfigError, EmptyIndexError
 from ..golden import GoldenSet
-from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, default_chunker
-from ..retrieve.bm25 import BM25Config, BM25Retriever
+from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, warn_window
+from ..registry import CHUNKERS, RETRIEVERS
+from ..retrieve.bm25 import BM25Retriever
 from ..types import Chunk
 from .milvus import build_collection, is_milvus
-from .store import IndexConfig, IndexStore, StoreError, VersionInfo, doc_hash
+from .store import IndexStore, StoreError, VersionInfo, doc_hash
 
 __all__ = ["build_version", "refresh_version", "load_pipeline", "migrate"]
-
-
-def _embedder(name: str, show_progress: bool, ray: Any = None):
-    return Resources(name, show_progress=show_progress, ray=ray).embedder()
-
-
-def _bm25_config(config: PipelineConfig) -> BM25Config | None:
-    """The BM25 part of the first stage (bm25 itself, or the BM25 half of hybrid), or None."""
-    cfg = config.retriever_config()
-    return cfg if type(cfg) is BM25Config else getattr(cfg, "bm25", None)
-
-
-def _bm25_for(config: PipelineConfig, chunks: list[Chunk]):
-    cfg = _bm25_config(config)
-    return BM25Retriever.build(chunks, cfg) if cfg is not None else None
 
 
 def _parts(retriever) -> list:
@@ -103,8 +90,8 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         raise ConfigError(f"max_removed_share must be between 0 and 1, got {max_removed_share}")
     t0 = time.perf_counter()
     old = store.verify()
-    config = IndexConfig.from_dict(old.manifest["config"])
-    config = replace(config, embedder=config.embedder or "minilm")
+    config = PipelineConfig.from_dict(old.manifest["config"])
+    config = replace(config, embedder=config.embedder or DEFAULT_EMBEDDER)
     old_hashes: Mapping[str, str] = old.manifest["documents"]
     new_hashes = {d.id: doc_hash(d) for d in corpus}
     added = [d for d in corpus if d.id not in old_hashes]
@@ -204,35 +191,37 @@ def _checked_embedder(v: Any, config: Any, resources: Resources) -> Any:
 
 def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False,
                   milvus_uri: str | None = None) -> Pipeline:
-    """A ready :class:`Pipeline` from a stored version: BM25 index and vectors are loaded, nothing is rebuilt.
-    A version in Milvus searches its collection at the URI its manifest records (or ``milvus_uri``: the same
-    Milvus reached by another address)."""
+    """A ready :class:`Pipeline` from a stored version: chunks, BM25 index, vectors and a retriever's own saved
+    index are loaded, nothing is rebuilt. A version in Milvus searches its collection at the URI its manifest
+    records (or ``milvus_uri``: the same Milvus reached by another address)."""
     v = store.get(version)
-    config = IndexConfig.from_dict(v.manifest["config"])
-    corpus = store.corpus(v.id)
-    chunks, parents = store.chunks(v.id)
+    config = PipelineConfig.from_dict(v.manifest["config"])
     resources = Resources(config.embedder, show_progress=show_progress)
+    stored = StoredIndex(chunking=store.chunks(v.id))
     if is_milvus(config):
-        return _load_milvus(v, config, corpus, chunks, parents, resources, milvus_uri)
-    vectors = None
+        engine = v.manifest.get("engine") or {}
+        if engine.get("name") != "milvus":
+            raise StoreError(f"version {v.id} names a milvus retriever but its manifest records no Milvus "
+                             "collection; rebuild it with `ragtune index build --engine milvus --milvus-uri URI`")
+        stored.engine = {**engine, "uri": milvus_uri or engine["uri"]}
     if config.uses_vectors:
         _checked_embedder(v, config, resources)
-        vectors = store.vectors(v.id)
+        if not is_milvus(config):
+            stored.vectors = store.vectors(v.id)
     # versions written before BM25 was stored have no bm25/ folder: it is rebuilt from the chunks
-    resources.stored = StoredIndex(bm25_dir=v.path / "bm25", vectors=vectors)
-    return build_pipeline(corpus, config, resources=resources, chunking=(chunks, parents), version=v.id)
+    stored.bm25_dir = v.path / "bm25"
+    if (v.path / "index").is_dir():
+        stored.index_dir = v.path / "index"
+    resources.stored = stored
+    return build_pipeline(store.corpus(v.id), config, resources=resources, version=v.id)
 
 
 def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, resources: Resources,
                   promote: bool | None, t0: float, before: str | None = None) -> VersionInfo:
     """build_version for the milvus engine: the chunks (and vectors) go to the store's files as always and to a
     collection of their own, published under the version's name when the version is."""
-    from ..chunking import chunk_documents
-    from ..pipeline import warn_window
-    from ..registry import CHUNKERS
-
-    chunker = CHUNKERS.build(config.chunker, options=config.chunker_config())
-    chunks, parents = chunk_documents(corpus, chunker)
+    chunking = resources.chunking(corpus, config)
+    chunks, parents = list(chunking.chunks), list(chunking.parents)
     if not chunks:
         raise StoreError("the corpus produced no chunks: nothing to index")
     vectors = embedding = None
@@ -254,24 +243,6 @@ def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, res
     return v
 
 
-def _load_milvus(v: VersionInfo, config: PipelineConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
-                 resources: Resources, milvus_uri: str | None) -> Pipeline:
-    from ..engines.milvus import MilvusRetriever, connect
-
-    engine = v.manifest.get("engine") or {}
-    if engine.get("name") != "milvus":
-        raise StoreError(f"version {v.id} names a milvus retriever but its manifest records no Milvus collection; "
-                         "rebuild it with `ragtune index build --engine milvus --milvus-uri URI`")
-    emb = None
-    if config.uses_vectors:
-        emb = _checked_embedder(v, config, resources)
-    uri = milvus_uri or engine["uri"]
-    base = MilvusRetriever(connect(uri), engine["collection"], config.retriever_config(), chunks=chunks, embedder=emb,
-                           uri=uri)
-    resources.stored = StoredIndex()  # nothing to embed or check again: the version was checked when built
-    return build_pipeline(corpus, config, resources=resources, chunking=(chunks, parents), base=base, version=v.id)
-
-
 def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",
             samples: int = 10000, seed: int = 0, show_progress: bool = False) -> dict[str, Any]:
     """Blue/green: build a green version with ``embedder`` beside the current (blue) one, evaluate both on
@@ -280,7 +251,7 @@ def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: fl
     from ..pipeline import run_eval
 
     blue = store.get()
-    config = IndexConfig.from_dict(blue.manifest["config"])
+    config = PipelineConfig.from_dict(blue.manifest["config"])
     if not config.uses_vectors:
         raise StoreError(f"{blue.id} uses {config.retriever} retrieval, which has no embedding model to migrate; "
                          "build a dense or hybrid version first")

@@ -70,7 +70,7 @@ from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, StoreErr
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
-__all__ = ["IndexConfig", "IndexStore", "StoreError", "DamagedStoreError", "StoreLockedError", "CurrentMovedError",
+__all__ = ["IndexStore", "StoreError", "DamagedStoreError", "StoreLockedError", "CurrentMovedError",
            "VersionInfo", "doc_hash"]
 
 _VERSION_NAME = re.compile(r"^v\d+$")
@@ -83,7 +83,6 @@ _LOCK_NOTICE_S = 1.0  # say that we wait once the lock has been busy this long
 
 
 # A version is built from a PipelineConfig (chunking, first stage, embedder); rerank and filter apply at query time.
-IndexConfig = PipelineConfig
 
 
 @dataclass(frozen=True)
@@ -272,8 +271,8 @@ class IndexStore:
             raise StoreError(f"{what} at {self.root}; build one with "
                              f"`ragtune index build --store {self.root} --corpus PATH`")
 
-    def _damage(self, vid: str, problem: str) -> StoreError:
-        return StoreError(
+    def _damage(self, vid: str, problem: str) -> DamagedStoreError:
+        return DamagedStoreError(
             f"version {vid} in {self.root} is damaged: {problem}. Recover with `ragtune index rollback --store "
             f"{self.root}` (or promote another complete version), or rebuild with `ragtune index build --store "
             f"{self.root} --corpus PATH`; `ragtune index gc` removes damaged versions that are not current")
@@ -398,8 +397,8 @@ class IndexStore:
         if not vid:
             raise self._pointer_damage("CURRENT", "it is empty")
         if not _VERSION_NAME.match(vid):
-            shown = vid[:20].encode("unicode_escape").decode("ascii") + ("..." if len(vid) > 20 else "")
-            raise self._pointer_damage("CURRENT", f"it holds {shown!r}, not a version id like v0001")
+            shown = f"{vid[:20]!r}{'...' if len(vid) > 20 else ''}"  # never echo a long file
+            raise self._pointer_damage("CURRENT", f"it holds {shown}, not a version id like v0001")
         return vid
 
     def history(self) -> list[str]:
@@ -780,7 +779,7 @@ class IndexStore:
         nums = [int(n[1:]) for n in names if _VERSION_NAME.match(n)]
         return f"v{(max(nums) + 1) if nums else 1:04d}"
 
-    def write_version(self, *, config: IndexConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
+    def write_version(self, *, config: PipelineConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
                       parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
                       bm25=None, index=None, engine: Callable[[str], Mapping[str, Any]] | None = None) -> VersionInfo:

@@ -37,20 +37,19 @@ from typing import Any
 import yaml
 
 from ..errors import ConfigError, GridError
+from ..evaluate.table import check_metric
 from ..pipeline import PipelineConfig
 
-__all__ = ["RunSpec", "Grid", "load_grid", "parse_grid", "GridError"]
+__all__ = ["Grid", "load_grid", "parse_grid", "GridError"]
 
 # One configuration of a sweep is a PipelineConfig (chunking x retrieval x reranking, plus a query filter).
-RunSpec = PipelineConfig
 TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "baseline", "grid")
-METRIC_NAMES = ("recall", "hit", "precision", "mrr", "ndcg", "context_tokens")
 
 
 @dataclass(frozen=True)
 class Grid:
-    specs: tuple[RunSpec, ...]
-    baseline: RunSpec
+    specs: tuple[PipelineConfig, ...]
+    baseline: PipelineConfig
     metric: str = "recall@10"
     ks: tuple[int, ...] = (5, 10, 20)
     depth: int = 100
@@ -62,32 +61,17 @@ class Grid:
 
     def resolved(self, corpus_kind: str) -> "Grid":
         """The grid with ``auto`` chunkers and unset prefixes made concrete for this corpus, de-duplicated."""
-        specs: dict[str, RunSpec] = {}
+        specs: dict[str, PipelineConfig] = {}
         for s in self.specs:
             r = s.resolved(corpus_kind)
             specs.setdefault(r.key, r)
         return dataclasses.replace(self, specs=tuple(specs.values()), baseline=self.baseline.resolved(corpus_kind))
 
     @property
-    def all_specs(self) -> list[RunSpec]:
+    def all_specs(self) -> list[PipelineConfig]:
         """The grid's configurations plus the baseline when the grid does not contain it."""
         keys = {s.key for s in self.specs}
         return list(self.specs) + ([] if self.baseline.key in keys else [self.baseline])
-
-
-def _check_metric(metric: str, ks: tuple[int, ...]) -> str | None:
-    name, _, k = metric.partition("@")
-    if name not in METRIC_NAMES:
-        return f"metric {metric!r}: choose one of {', '.join(METRIC_NAMES)} (with @k where it takes one)"
-    if name == "mrr":
-        return None if not k else f"metric {metric!r}: mrr takes no @k"
-    if not k.isdigit():
-        return f"metric {metric!r}: {name} needs a cut-off, e.g. {name}@10"
-    if name != "ndcg" and int(k) not in ks:
-        return f"metric {metric!r}: k={k} is not among the evaluated k values {list(ks)}; add it to k"
-    if name == "ndcg" and k != "10":
-        return f"metric {metric!r}: only ndcg@10 is computed"
-    return None
 
 
 def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
@@ -112,7 +96,7 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
             v = default
         numbers[name] = v
     metric = str(data.get("metric", "recall@10"))
-    if (err := _check_metric(metric, ks)) is not None:
+    if (err := check_metric(metric, ks)) is not None:  # a name of the metric table, scored at these ks
         problems.append(err)
     test = str(data.get("test", "randomization"))
     if test not in TESTS:
@@ -130,11 +114,11 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
         baseline_raw = {}
     baseline = None
     try:
-        baseline = RunSpec.from_flags(baseline_raw, strict=False)
+        baseline = PipelineConfig.from_flags(baseline_raw, strict=False)
     except ConfigError as e:
         problems.append(f"baseline: {e}")
 
-    specs: dict[str, RunSpec] = {}
+    specs: dict[str, PipelineConfig] = {}
     if not problems or all(not p.startswith("grid.") for p in problems):
         keys = list(grid)
         lists = [grid[k] if isinstance(grid[k], list) else [grid[k]] for k in keys]
@@ -142,7 +126,7 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
             flags = dict(zip(keys, combo))
             where = ", ".join(f"{k}={v}" for k, v in flags.items())
             try:
-                spec = RunSpec.from_flags(flags, strict=False)
+                spec = PipelineConfig.from_flags(flags, strict=False)
             except ConfigError as e:
                 problems.append(f"[{where}]: {e}")
                 continue

@@ -22,21 +22,20 @@ import json
 import os
 import statistics
 import time
-from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..errors import SweepStateError
 from ..golden import GoldenSet
-from ..pipeline import Resources, build_pipeline, run_eval
-from ..registry import CHUNKERS, RETRIEVERS
+from ..pipeline import PipelineConfig, Resources, build_pipeline, run_eval
 from ..retrieve.base import search as run_search
-from .grid import Grid, RunSpec
+from .grid import Grid
 
-__all__ = ["run_sweep", "golden_fingerprint", "SweepStateError", "LATENCY_QUESTIONS", "LATENCY_REPEATS"]
+__all__ = ["run_sweep", "run_config", "SweepJob", "Executor", "LocalExecutor", "SweepProgress", "golden_fingerprint",
+           "SweepStateError", "LATENCY_QUESTIONS", "LATENCY_REPEATS"]
 
 LATENCY_QUESTIONS = 50  # questions timed per configuration (evenly spaced over the golden set)
 LATENCY_REPEATS = 3  # timings per question; the median is kept
@@ -50,42 +49,6 @@ def golden_fingerprint(golden: GoldenSet) -> str:
     for item in golden:
         h.update(json.dumps(item.to_dict(), sort_keys=True).encode())
     return h.hexdigest()[:16]
-
-
-def _cached_chunking(corpus, chunker) -> tuple[list, list]:
-    """Chunks (and parents) from the on-disk cache keyed by (corpus fingerprint, chunker config), else computed
-    and stored. Plain JSON Lines; a damaged file is recomputed."""
-    import hashlib
-
-    from ..embed.cache import default_cache_dir
-    from ..types import Chunk
-
-    from .. import __version__
-
-    cfg = chunker.config.to_dict() if getattr(chunker, "config", None) else {}
-    # the ragtune version is part of the key: another release may chunk differently
-    key = hashlib.sha256(json.dumps([__version__, corpus.fingerprint, chunker.name, cfg], sort_keys=True,
-                                    default=str).encode())
-    path = default_cache_dir() / "chunks" / f"{key.hexdigest()[:24]}.jsonl"
-    if path.exists():
-        try:
-            chunks, parents = [], []
-            with open(path, encoding="utf-8") as f:
-                for line in f:
-                    d = json.loads(line)
-                    (parents if d.pop("role") == "parent" else chunks).append(Chunk.from_dict(d))
-            return chunks, parents
-        except (OSError, ValueError, KeyError):
-            pass
-    chunks, parents = chunk_documents(corpus, chunker)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    with open(tmp, "w", encoding="utf-8") as f:
-        for role, items in (("chunk", chunks), ("parent", parents)):
-            for c in items:
-                f.write(json.dumps({**c.to_dict(), "role": role}, ensure_ascii=False, default=str) + "\n")
-    os.replace(tmp, path)
-    return chunks, parents
 
 
 def _ms_percentiles(seconds: list[float]) -> dict[str, float]:
@@ -174,7 +137,7 @@ def _write_atomic(path: Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
-class _Progress:
+class SweepProgress:
     """One line per configuration: i/N, label, stage, ETA (rich on a terminal, plain lines otherwise)."""
 
     def __init__(self, total: int, enabled: bool):
@@ -203,7 +166,7 @@ class _Progress:
         msg = f"[{i}/{self.total}] {label}: {stage}"
         if self._live is not None:
             self._live.update(self._task, description=msg)
-        elif stage == "chunking":  # plain output: one line per configuration
+        elif stage == "building":  # plain output: one line per configuration
             import sys
 
             eta = ""
@@ -237,12 +200,12 @@ class _Progress:
 
 def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
               show_progress: bool = True, on_record: Callable[[dict], None] | None = None,
-              ray: Any = None) -> list[dict]:
+              executor: Executor | None = None) -> list[dict]:
     """Run (or resume) every configuration; returns one record per configuration, grid order.
 
-    With ``ray`` (:class:`ragtune.scale.RayOptions`) the configurations left to run are Ray tasks, run in
-    parallel; each task ships its record back and this process writes it (``on_record`` is then called in
-    the order they finish). Latencies are then measured on workers that may be busy with other tasks."""
+    ``executor`` runs the configurations left to run (default :class:`LocalExecutor`: one after the other in
+    this process; ``ragtune.scale.RaySweepExecutor`` runs them as Ray tasks, in parallel). Each record comes
+    back here, and this process writes it (``on_record`` is called in the order they finish)."""
     grid = grid.resolved(corpus.kind)
     out = Path(out_dir)
     runs = out / "runs"
@@ -262,12 +225,9 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
         _write_atomic(state_path, state)
 
     specs = grid.all_specs
-    progress = _Progress(len(specs), show_progress)
-    chunk_cache: OrderedDict[tuple, tuple] = OrderedDict()
-    index_cache: OrderedDict[tuple, tuple] = OrderedDict()
-    embedders: dict[str, Any] = {}
+    progress = SweepProgress(len(specs), show_progress)
     records: dict[int, dict] = {}
-    todo: list[tuple[int, RunSpec]] = []
+    todo: list[tuple[int, PipelineConfig]] = []
     for i, spec in enumerate(specs, start=1):
         record = _resumable(runs / f"{spec.key}.json", spec)
         if record is not None:
@@ -276,29 +236,62 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
         else:
             todo.append((i, spec))
 
-    def finish(i: int, record: dict) -> None:
-        _write_atomic(runs / f"{specs[i - 1].key}.json", record)
-        records[i] = record
-        progress.advance(computed=True)
-        if on_record:
-            on_record(record)
-
+    executor = executor or LocalExecutor()
+    job = SweepJob(corpus, golden, grid)
     try:
-        if ray is None:
-            for i, spec in todo:
-                finish(i, _run_one(i, spec, corpus, golden, grid, progress, chunk_cache, index_cache, embedders))
-        else:
-            from ..scale.ray import run_specs
-
-            for i, record in run_specs(corpus, golden, grid, todo, ray):
-                progress.finished(record["label"])
-                finish(i, record)
+        for i, record in executor.run(job, todo, progress):
+            _write_atomic(runs / f"{specs[i - 1].key}.json", record)
+            records[i] = record
+            progress.advance(computed=True)
+            if on_record:
+                on_record(record)
     finally:
         progress.close()
     return [records[i] for i in sorted(records)]
 
 
-def _resumable(path: Path, spec: RunSpec) -> dict | None:
+@dataclass(frozen=True)
+class SweepJob:
+    """What every configuration of one sweep is run against: the corpus, the golden set and the grid (its ks,
+    depth)."""
+
+    corpus: Corpus
+    golden: GoldenSet
+    grid: Grid
+
+    @property
+    def key(self) -> tuple:
+        """Equal for the same corpus, golden set and grid settings (executors keep caches per job)."""
+        return (self.corpus.fingerprint, golden_fingerprint(self.golden), self.grid.ks, self.grid.depth)
+
+
+class Executor(Protocol):
+    """Runs sweep configurations: ``run(job, todo, progress)`` yields ``(position, record)`` for each
+    ``(position, config)`` in ``todo``, in any order, each record what :func:`run_config` returns.
+    ``progress.stage(position, label, stage)`` may be called to show what is running."""
+
+    def run(self, job: SweepJob, todo: Sequence[tuple[int, PipelineConfig]],
+            progress: Any) -> Iterator[tuple[int, dict]]: ...
+
+
+class LocalExecutor:
+    """One configuration after the other in this process, sharing one :class:`~ragtune.pipeline.Resources`
+    (chunkings, first-stage indexes, embedders; chunkings and BM25 indexes also cached on disk)."""
+
+    def __init__(self, resources: Resources | None = None):
+        self.resources = resources
+
+    def run(self, job: SweepJob, todo: Sequence[tuple[int, PipelineConfig]],
+            progress: Any) -> Iterator[tuple[int, dict]]:
+        if self.resources is None:
+            from ..embed.cache import default_cache_dir
+
+            self.resources = Resources(cache_dir=default_cache_dir(), show_progress=getattr(progress, "tty", False))
+        for i, spec in todo:
+            yield i, run_config(job, spec, self.resources, position=i, progress=progress)
+
+
+def _resumable(path: Path, spec: PipelineConfig) -> dict | None:
     """The record a previous run wrote for ``spec`` (None: absent, damaged, or timed another way: recompute)."""
     if not path.exists():
         return None
@@ -312,52 +305,28 @@ def _resumable(path: Path, spec: RunSpec) -> dict | None:
     return None
 
 
-def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache, index_cache, embedders) -> dict:
-    label = spec.label
-    progress.stage(i, label, "chunking")
-    ckey = (spec.chunker, spec.prefix, spec.chunker_options, repr(spec.chunker_config(corpus.kind)))  # + tokenizer
-    if ckey in chunk_cache:
-        chunker, chunks, parents = chunk_cache[ckey]
-        chunk_cache.move_to_end(ckey)
-    else:
-        chunker = CHUNKERS.build(spec.chunker, options=spec.chunker_config(corpus.kind))
-        chunks, parents = _cached_chunking(corpus, chunker)
-        chunk_cache[ckey] = (chunker, chunks, parents)
-        if len(chunk_cache) > 8:
-            chunk_cache.popitem(last=False)
-
-    emb = None
-    resources = Resources(spec.embedder, show_progress=progress.tty, embedders=embedders)
+def run_config(job: SweepJob, spec: PipelineConfig, resources: Resources, *, position: int = 0,
+               progress: Any = None) -> dict:
+    """One configuration of a sweep, built (through :func:`~ragtune.pipeline.build_pipeline` with the shared
+    ``resources``), evaluated and timed: the run record ``runs/<key>.json`` holds. Executors call this."""
+    corpus, golden, grid = job.corpus, job.golden, job.grid
+    label, i = spec.label, position
+    progress = progress or SweepProgress(0, False)
+    view = resources.for_embedder(spec.embedder)
+    query_s = None
     if spec.uses_vectors:
-        if spec.embedder not in embedders:
+        memo = f"query_s|{spec.embedder}|{golden_fingerprint(golden)}"
+        if memo not in resources.memo:
             # every configuration asks the same questions: embed them once, time the model once
-            resources.embedder().memoize_queries([item.q for item in golden])
-            embedders[f"{spec.embedder}|query_s"] = time_query_embedding(resources.embedder(), latency_sample(golden))
-        emb = resources.embedder()
-    before = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
-    ikey = spec.index_key
-    if ikey in index_cache:
-        base, build_s = index_cache[ikey]
-        index_cache.move_to_end(ikey)
-        reused = True
-    else:
-        progress.stage(i, label, "indexing")
-        t0 = time.perf_counter()
-        from ..embed.cache import default_cache_dir
-
-        resources.bm25_cache = default_cache_dir() / "bm25"
-        base = RETRIEVERS.build(spec.retriever, chunks, resources, options=spec.retriever_config())
-        build_s = time.perf_counter() - t0
-        index_cache[ikey] = (base, build_s)
-        if len(index_cache) > 4:
-            index_cache.popitem(last=False)
-        reused = False
-    after = dict(emb.stats) if emb else {"hits": 0, "misses": 0}
-    pipeline = build_pipeline(corpus, spec, resources=resources, chunking=(chunks, parents), chunker=chunker, base=base)
+            view.embedder().memoize_queries([item.q for item in golden])
+            resources.memo[memo] = time_query_embedding(view.embedder(), latency_sample(golden))
+        query_s = resources.memo[memo]
+    progress.stage(i, label, "building")
+    pipeline = build_pipeline(corpus, spec, resources=view)
+    chunker, stats = pipeline.chunker, pipeline.stats
     progress.stage(i, label, "evaluating")
     result = run_eval(pipeline, golden, ks=grid.ks, depth=grid.depth, filters=spec.filter)
     progress.stage(i, label, "timing")
-    query_s = embedders.get(f"{spec.embedder}|query_s") if emb else None
     latency = time_searches(pipeline.retriever, latency_sample(golden), depth=result.config["depth"],
                             filters=spec.filter, query_embedding=query_s)
     return {
@@ -366,12 +335,12 @@ def _run_one(i, spec: RunSpec, corpus, golden, grid: Grid, progress, chunk_cache
         "spec": spec.to_dict(),
         "chunker_config": {"name": chunker.name, **(chunker.config.to_dict() if getattr(chunker, "config", None) else {})},
         "stats": {
-            "chunks": len(chunks),
-            "parents": len(parents),
-            "texts_embedded": after["misses"] - before["misses"],
-            "embedding_cache_hits": after["hits"] - before["hits"],
-            "index_build_s": build_s,
-            "index_reused": reused,
+            "chunks": stats["chunks"],
+            "parents": stats["parents"],
+            "texts_embedded": stats["texts_embedded"],
+            "embedding_cache_hits": stats["embedding_cache_hits"],
+            "index_build_s": stats["index_build_s"],
+            "index_reused": stats["index_reused"],
             # end to end per question, query embedding included; its share is also under stages
             "latency_ms": latency,
             "query_embedding_ms": _ms_percentiles(list(query_s.values())) if query_s else None,

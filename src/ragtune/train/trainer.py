@@ -399,7 +399,7 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
     result = TrainResult(str(out), options.base, len(train), len(val), tuple(history), best_epoch, best_mrr,
                          tuple(losses), step, round(seconds, 1), round(pairs_done / train_s, 2) if train_s else 0.0,
                          options.to_dict())
-    from .. import __version__
+    from .._version import __version__
 
     manifest = {"ragtune": __version__, "kind": "cross-encoder", "base": options.base, "base_path": base,
                 "data": data or {}, "options": options.to_dict(), "train_groups": len(train),

@@ -1,0 +1,303 @@
+"""The whole retrieval pipeline as one frozen, validated, hashable value: :class:`PipelineConfig`.
+
+It names the chunker, the first-stage retriever, the embedder and the reranker, each in its stage registry
+(:mod:`ragtune.registry`), with options checked by that entry's typed config class. It is what sweeps expand,
+store versions record in their manifests, servers load, migrations compare and caches hash (:attr:`~PipelineConfig.key`,
+the one hash of a configuration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..config import NONE_FLAG, _hints, config_key
+from ..embed import DEFAULT_EMBEDDER
+from ..errors import ConfigError
+from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, did_you_mean
+
+__all__ = ["PipelineConfig", "option_owners", "option_types", "ALIASES", "PIPELINE_KEYS", "RERANK_PREFIX",
+           "DEFAULT_RETRIEVER"]
+
+# names that older files used for today's options
+ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
+PIPELINE_KEYS = ("chunker", "prefix", "retriever", "engine", "embedder", "rerank", "candidates", "filter")
+RERANK_PREFIX = "rerank_"
+DEFAULT_RETRIEVER = "hybrid"  # measured in docs/concepts/defaults.md
+
+
+def _items(options: Mapping[str, Any] | Sequence[tuple[str, Any]] | None) -> tuple[tuple[str, Any], ...]:
+    """Options as a sorted tuple of (name, value) pairs, lists made tuples: hashable and order-free."""
+    d = dict(options or {})
+    return tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in d.items()))
+
+
+def _minimal(entry, options: dict[str, Any], fixed: dict[str, Any]) -> dict[str, Any]:
+    """Drop the options whose value changes nothing (an option set to its default and the option left out
+    are the same configuration, with the same key). ``fixed`` options are passed but never returned."""
+    full = entry.make_config({**options, **fixed}).to_dict()
+    kept = {}
+    for k, v in options.items():
+        try:
+            same = entry.make_config({**{o: w for o, w in options.items() if o != k}, **fixed}).to_dict() == full
+        except ConfigError:
+            same = False
+        if not same:
+            kept[k] = v
+    return kept
+
+
+def option_owners(stage: str) -> dict[str, list[str]]:
+    """For the chunker or retriever stage: option name -> the entries that take it (for flags and grid keys)."""
+    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS}[stage]
+    owners: dict[str, list[str]] = {}
+    for entry in registry:
+        for name in entry.options:
+            if name not in ("prefix", "embedder"):  # pipeline-level: --prefix and --embedder
+                owners.setdefault(name, []).append(entry.name)
+    return owners
+
+
+def option_types(stage: str) -> dict[str, Any]:
+    """Option name -> annotation (the first entry that declares it)."""
+    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]
+    out: dict[str, Any] = {}
+    for entry in registry:
+        if entry.config is not None:
+            for name, hint in _hints(entry.config).items():
+                out.setdefault(name, hint)
+    return out
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """The whole retrieval pipeline as one validated, hashable value.
+
+    Options are stored as sorted ``(name, value)`` tuples and normalised: an option equal to its
+    default is dropped, so two spellings of one configuration share one :attr:`key`.
+    ``chunker="auto"`` is resolved per corpus by :meth:`resolved` (sections for markdown, whole
+    documents otherwise). ``filter`` is a query-time metadata filter (sweeps may vary it; stores refuse it).
+    """
+
+    chunker: str = "auto"
+    prefix: bool | None = None
+    chunker_options: tuple[tuple[str, Any], ...] = ()
+    retriever: str = DEFAULT_RETRIEVER
+    retriever_options: tuple[tuple[str, Any], ...] = ()
+    embedder: str = DEFAULT_EMBEDDER
+    rerank: str | None = None
+    rerank_options: tuple[tuple[str, Any], ...] = ()
+    candidates: int = 50
+    filter: str | None = None
+
+    def __post_init__(self) -> None:
+        set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass normalisation
+        if not isinstance(self.chunker, str):
+            raise ConfigError(f"chunker must be a name, got {self.chunker!r}; choose one of: auto, {CHUNKERS.spell()}")
+        if self.prefix is not None and not isinstance(self.prefix, bool):
+            raise ConfigError(f"prefix must be true or false, got {self.prefix!r}")
+        if not isinstance(self.embedder, str):
+            raise ConfigError(f"embedder must be a name, got {self.embedder!r}; choose one of: {EMBEDDERS.spell()}")
+        if self.filter is not None and not isinstance(self.filter, str):
+            raise ConfigError(f"filter must be an expression string like 'dir=billing', got {self.filter!r}")
+        if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
+            raise ConfigError(f"candidates must be an integer >= 1, got {self.candidates!r}")
+        for name in ("chunker_options", "retriever_options", "rerank_options"):
+            set_(name, _items(getattr(self, name)))
+
+        retriever = RETRIEVERS.get(self.retriever)
+        chunker = CHUNKERS.get(self.chunker) if self.chunker != "auto" else None
+        uses_embedder = retriever.uses_embedder or bool(chunker and chunker.uses_embedder)
+        EMBEDDERS.get(self.embedder)
+        set_("embedder", EMBEDDERS.canonical(self.embedder) if uses_embedder else DEFAULT_EMBEDDER)
+
+        copts = dict(self.chunker_options)
+        if chunker is None:
+            if copts:
+                raise ConfigError(f"chunker 'auto' takes no options (got {', '.join(copts)}); name a chunker, "
+                                  f"e.g. chunker=fixed: {CHUNKERS.spell()}")
+        else:
+            if "embedder" in chunker.options and self.embedder != DEFAULT_EMBEDDER:
+                copts["embedder"] = self.embedder  # the semantic chunker embeds with the pipeline's model
+            kept = _minimal(chunker, copts, {"prefix": bool(self.prefix)})
+            if "tokenizer" in copts and retriever.uses_embedder:  # explicit, even "regex": overrides the embedder's
+                kept["tokenizer"] = copts["tokenizer"]
+            set_("chunker_options", _items(kept))
+        set_("retriever_options", _items(_minimal(retriever, dict(self.retriever_options), {})))
+        if self.rerank is None:
+            if self.rerank_options:
+                raise ConfigError("reranker options need a reranker: set rerank (embedding or cross-encoder)")
+            set_("candidates", 50)
+        else:
+            set_("rerank_options", _items(_minimal(RERANKERS.get(self.rerank), dict(self.rerank_options), {})))
+        if self.filter is not None:
+            from ..retrieve.filters import parse_filter
+
+            parse_filter(self.filter)
+
+    # -- typed stage configs ------------------------------------------------------------------------------------
+    def chunker_config(self, corpus_kind: str | None = None):
+        """The chunker's typed config (``auto`` needs ``corpus_kind``)."""
+        c = self.resolved(corpus_kind) if corpus_kind else self
+        if c.chunker == "auto":
+            raise ConfigError("chunker 'auto' is resolved per corpus: pass the corpus kind")
+        options = {**dict(c.chunker_options), "prefix": bool(c.prefix)}
+        if "tokenizer" not in options and c.uses_vectors and "tokenizer" in CHUNKERS.get(c.chunker).options:
+            from ..embed.window import embedder_tokenizer
+
+            # sizes count the tokens the embedder sees (regex stays the default for BM25 and when the
+            # embedder's tokenizer is not available offline); an explicit tokenizer option wins
+            tokenizer = embedder_tokenizer(c.embedder)
+            if tokenizer:
+                options["tokenizer"] = tokenizer
+        return CHUNKERS.config(c.chunker, options)
+
+    def retriever_config(self):
+        return RETRIEVERS.config(self.retriever, dict(self.retriever_options))
+
+    def reranker_config(self):
+        return RERANKERS.config(self.rerank, dict(self.rerank_options)) if self.rerank else None
+
+    @property
+    def uses_embedder(self) -> bool:
+        chunker = CHUNKERS.get(self.chunker) if self.chunker != "auto" else None
+        return RETRIEVERS.get(self.retriever).uses_embedder or bool(chunker and chunker.uses_embedder)
+
+    uses_vectors = property(lambda self: RETRIEVERS.get(self.retriever).uses_embedder)
+
+    def resolved(self, corpus_kind: str) -> "PipelineConfig":
+        """``auto`` and an unset prefix replaced by what they mean for this kind of corpus."""
+        chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
+        prefix = self.prefix if self.prefix is not None else True
+        return replace(self, chunker=chunker, prefix=prefix)
+
+    @property
+    def index_key(self) -> tuple:
+        """What the first-stage index depends on (rerankers and filters reuse it)."""
+        return (self.chunker, self.prefix, self.chunker_options, self.retriever, self.retriever_options, self.embedder)
+
+    # -- flags (CLI, grids, manifests) ----------------------------------------------------------------------------
+    @classmethod
+    def from_flags(cls, flags: Mapping[str, Any], *, strict: bool = True) -> "PipelineConfig":
+        """From flat flag names (``chunker``, ``size``, ``retriever``, ``k1``, ``rerank``, ``rerank_model``...).
+
+        Each option goes to the stage whose chosen entry takes it. An option another entry of that stage
+        takes is an error when ``strict`` (CLI flags, index configs) and dropped otherwise (sweep grids,
+        where ``size`` means nothing to the section chunker). Unknown names list the valid ones."""
+        f: dict[str, Any] = {}
+        for k, v in flags.items():
+            if not isinstance(k, str):
+                raise ConfigError(f"option names are strings, got {k!r}")
+            k = k.strip().replace("-", "_")
+            f[ALIASES.get(k, k)] = None if v is NONE_FLAG else v
+        chunker = f.pop("chunker", "auto")
+        retriever = f.pop("retriever", DEFAULT_RETRIEVER)
+        if f.get("engine") is not None:  # engine=milvus + retriever=hybrid names the entry milvus-hybrid
+            from ..engines import engine_retriever
+
+            retriever = engine_retriever(f.pop("engine"), retriever)
+        f.pop("engine", None)
+        rerank = f.pop("rerank", None) or None
+        top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
+        if "rerank_model" in f:
+            f["rerank_model"] = f.pop("rerank_model")
+        c_owners, r_owners = option_owners("chunker"), option_owners("retriever")
+        r_types = option_types("reranker")
+        c_entry = CHUNKERS.get(chunker) if chunker != "auto" and isinstance(chunker, str) else None
+        r_entry = RETRIEVERS.get(retriever)
+        copts, ropts, xopts, problems = {}, {}, {}, []
+        for k, v in f.items():
+            if c_entry is not None and k in c_entry.options and k not in ("prefix", "embedder"):
+                copts[k] = v
+            elif k in r_entry.options:
+                ropts[k] = v
+            elif k.startswith(RERANK_PREFIX) and k[len(RERANK_PREFIX):] in r_types:
+                if rerank is None:
+                    if strict:
+                        problems.append(f"{k} needs a reranker (rerank = embedding or cross-encoder)")
+                    continue
+                xopts[k[len(RERANK_PREFIX):]] = v
+            elif k in c_owners or k in r_owners:
+                if strict:
+                    which = (f"chunkers {', '.join(c_owners[k])}" if k in c_owners
+                             else f"retrievers {', '.join(r_owners[k])}")
+                    mine = f"chunker {chunker}" if k in c_owners else f"retriever {retriever}"
+                    problems.append(f"{k} does not apply to {mine} (it applies to {which})")
+            else:
+                valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in r_types)})
+                problems.append(f"unknown option {k!r}{did_you_mean(k, valid)}; valid: {', '.join(valid)}")
+        if problems:
+            raise ConfigError("; ".join(problems))
+        return cls(chunker=chunker, prefix=top.get("prefix"), chunker_options=_items(copts), retriever=retriever,
+                   retriever_options=_items(ropts), embedder=top.get("embedder", DEFAULT_EMBEDDER), rerank=rerank,
+                   rerank_options=_items(xopts), candidates=top.get("candidates", 50), filter=top.get("filter") or None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Flat flag names: what grids, CLI flags and manifests use; :meth:`from_dict` reads it back."""
+        d: dict[str, Any] = {"chunker": self.chunker, "prefix": self.prefix, **dict(self.chunker_options),
+                             "retriever": self.retriever, **dict(self.retriever_options)}
+        if self.uses_embedder:
+            d["embedder"] = self.embedder
+        if self.rerank:
+            d.update(rerank=self.rerank, **{RERANK_PREFIX + k: v for k, v in self.rerank_options},
+                     candidates=self.candidates)
+        if self.filter:
+            d["filter"] = self.filter
+        return d
+
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "PipelineConfig":
+        """Read :meth:`to_dict` output; also the nested form of older store manifests."""
+        if "chunker_options" in data or "retriever_options" in data:  # manifests written before PipelineConfig
+            flat = {k: v for k, v in data.items() if k not in ("chunker_options", "retriever_options")}
+            flat.update(data.get("chunker_options") or {})
+            flat.update(data.get("retriever_options") or {})
+            if flat.get("embedder") is None:
+                flat.pop("embedder", None)
+            # they were written when every size counted regex tokens and prefix/retriever defaults differed:
+            # say so, so that a refresh chunks changed documents exactly as the rest of the version was chunked
+            chunker = flat.get("chunker", "auto")
+            if chunker != "auto" and "tokenizer" in CHUNKERS.get(chunker).options:
+                flat.setdefault("tokenizer", "regex")
+            flat.setdefault("retriever", "bm25")
+            return cls.from_flags(flat)
+        return cls.from_flags(data)
+
+    @property
+    def key(self) -> str:
+        """The one hash of a configuration (:func:`ragtune.config.config_key` of :meth:`to_dict`): sweep run files,
+        store manifests and caches are keyed by it; equal configurations, however spelled, share it."""
+        return config_key(self.to_dict())
+
+    @property
+    def label(self) -> str:
+        """Readable and unique per configuration: ``markdown-512-o64-prefix/hybrid``,
+        ``fixed-256-o0/hybrid-k1=1.2-rrf_k=10+cross-encoder@50``, ``section/bm25``."""
+        def ordered(registry, name, options):  # in the order the config class declares them
+            order = registry.get(name).options if name != "auto" else ()
+            return sorted(options, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
+
+        def value(v):
+            return ",".join(map(str, v)) if isinstance(v, tuple) else str(v)
+
+        chunk = [self.chunker]
+        effective = self.chunker_config().to_dict() if self.chunker != "auto" else {}
+        for k in ("size", "overlap"):  # always shown where the chunker has them: sizes are what sweeps vary
+            if k in effective and k in (CHUNKERS.get(self.chunker).options):
+                chunk.append(str(effective[k]) if k == "size" else f"o{effective[k]}")
+        for k, v in ordered(CHUNKERS, self.chunker, self.chunker_options):
+            if k not in ("size", "overlap", "embedder"):
+                chunk.append(f"{k}={value(v)}")
+        if self.prefix:
+            chunk.append("prefix")
+        first = [self.retriever, *(f"{k}={value(v)}" for k, v in ordered(RETRIEVERS, self.retriever,
+                                                                         self.retriever_options))]
+        if self.uses_embedder and self.embedder != DEFAULT_EMBEDDER:
+            first.append(f"emb={self.embedder}")
+        label = "-".join(chunk) + "/" + "-".join(first)
+        if self.rerank:
+            label += f"+{self.rerank}@{self.candidates}"
+        return label + (f" [{self.filter}]" if self.filter else "")
+

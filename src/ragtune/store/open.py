@@ -1,0 +1,49 @@
+"""Opening a pipeline over a corpus folder or from an index store: what the CLI, the server and the framework
+adapters call when a user names one or the other."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError
+from ..pipeline import RERANK_PREFIX, Pipeline, PipelineConfig, Resources, build_pipeline
+from ..registry import RERANKERS
+from .build import load_pipeline
+from .store import IndexStore
+
+__all__ = ["open_pipeline"]
+
+
+def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None = None,
+                  flags: Mapping[str, Any] | None = None, candidates: int = 50, show_progress: bool = False) -> Pipeline:
+    """The pipeline ``flags`` describe, built over ``corpus`` (a path or :class:`Corpus`), or loaded from an index
+    ``store`` (path), whose version fixes chunking, retrieval and the embedder: options contradicting it are
+    refused, a reranker (``rerank``, ``rerank_*``) may be added."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    if version and not store:
+        raise ConfigError("version selects a version of an index store; give store too")
+    if store is None:
+        if corpus is None:
+            raise ConfigError("give corpus (a folder of documents) or store (a built index)")
+        if not isinstance(corpus, Corpus):
+            from ..corpus import load_corpus
+
+            corpus = load_corpus(corpus)
+        config = PipelineConfig.from_flags({**flags, "candidates": candidates})
+        return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+    if corpus is not None:
+        raise ConfigError("give corpus or store, not both")
+    milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
+    if flags.get("engine") == "milvus":  # says what the version already says
+        flags.pop("engine")
+    bad = ["--" + k.replace("_", "-") for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
+    if bad:
+        raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
+                          f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
+    p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri)
+    if not flags:
+        return p
+    cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})
+    return p.with_reranker(RERANKERS.build(cfg.rerank, options=cfg.reranker_config()), candidates)
