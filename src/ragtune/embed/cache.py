@@ -7,13 +7,23 @@ same vector from the model, so they share one entry);
 vectors are stored as float32 bytes in SQLite (no pickle), safe for several
 processes. The cache also keeps each model's measured speed (texts per second on
 this machine), so the next run can say how long its cache misses will take.
+
+The cache is an optimisation and never costs a result: when its file cannot be
+opened, read or written (a read-only or full disk, a folder or a non-database
+file in its place, a parent path that is a file), it is switched off for the
+rest of the process with one warning on stderr naming the file, the cause and
+the fix, and every text is embedded as if it were not there (as the telemetry
+log degrades, :mod:`ragtune.serve.telemetry`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import sqlite3
+import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,17 +40,67 @@ def default_cache_dir() -> Path:
     return Path(os.environ.get("RAGTUNE_CACHE_DIR", ".ragtune-cache"))
 
 
+_warned: set[str] = set()  # cache files already reported in this process: one warning each
+_warned_lock = threading.Lock()
+
+
+def _hint(e: BaseException, path: Path) -> str:
+    text = str(e).lower()
+    if "unable to open" in text and path.parent.is_dir() and not os.access(path.parent, os.W_OK):
+        text = "read-only"  # sqlite says only that it could not create the file
+    if "full" in text or "no space" in text or "quota" in text:
+        return "the disk is full: free space"
+    if "readonly" in text or "read-only" in text or "permission" in text or isinstance(e, PermissionError):
+        return "it or its folder is not writable: fix the permissions or set RAGTUNE_CACHE_DIR to a writable folder"
+    if "not a database" in text or "malformed" in text or "corrupt" in text:
+        return "it is not a valid SQLite cache: move it away (a new one is created)"
+    if "locked" in text or "busy" in text:
+        return "another process held a lock on it for more than a minute"
+    if isinstance(e, (NotADirectoryError, FileExistsError)):
+        return "a file stands where its folder should be: move it away or set RAGTUNE_CACHE_DIR"
+    return "check that the path is a writable file in a writable folder, or set RAGTUNE_CACHE_DIR"
+
+
 class EmbeddingCache:
+    """The cache file. A failure to open, read or write it switches the cache off for this process (one warning;
+    ``disabled`` says why): lookups then find nothing and stores are dropped."""
+
     def __init__(self, path: str | os.PathLike[str] | None = None):
         p = Path(path) if path is not None else default_cache_dir() / "embeddings.sqlite"
-        p.parent.mkdir(parents=True, exist_ok=True)
         self.path = p
-        self._db = sqlite3.connect(str(p), timeout=60, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, dim INTEGER, vec BLOB, "
-                         "PRIMARY KEY (model, key))")
-        self._db.execute("CREATE TABLE IF NOT EXISTS speeds (model TEXT PRIMARY KEY, texts_per_s REAL)")
-        self._db.commit()
+        self.disabled: str | None = None
+        self._db: sqlite3.Connection | None = None
+        db = None
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(str(p), timeout=60, check_same_thread=False)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("CREATE TABLE IF NOT EXISTS vectors (model TEXT, key TEXT, dim INTEGER, vec BLOB, "
+                       "PRIMARY KEY (model, key))")
+            db.execute("CREATE TABLE IF NOT EXISTS speeds (model TEXT PRIMARY KEY, texts_per_s REAL)")
+            db.commit()
+            self._db = db
+        except (sqlite3.Error, OSError) as e:
+            if db is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    db.close()
+            self._off(e, "open")
+
+    def _off(self, e: BaseException, doing: str) -> None:
+        """Switch the cache off for this process, saying so once per file."""
+        db, self._db = self._db, None
+        if db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                db.close()
+        reason = f"cannot {doing} {self.path}: {type(e).__name__}: {e}"
+        self.disabled = reason
+        key = os.path.abspath(self.path)
+        with _warned_lock:
+            if key in _warned:
+                return
+            _warned.add(key)
+        print(f"warning: embedding cache off for this process: {reason}; {_hint(e, self.path)}. Texts are embedded without "
+              "the cache (same results, slower)", file=sys.stderr, flush=True)
 
     @staticmethod
     def text_key(text: str) -> str:
@@ -48,35 +108,74 @@ class EmbeddingCache:
 
     def get_many(self, model: str, keys: Sequence[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
-        for i in range(0, len(keys), 500):
-            batch = list(keys[i:i + 500])
-            q = f"SELECT key, dim, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(batch))})"
-            for key, dim, blob in self._db.execute(q, [model, *batch]):
-                found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        db = self._db
+        if db is None:
+            return found
+        try:
+            for i in range(0, len(keys), 500):
+                batch = list(keys[i:i + 500])
+                q = f"SELECT key, dim, vec FROM vectors WHERE model = ? AND key IN ({','.join('?' * len(batch))})"
+                for key, dim, blob in db.execute(q, [model, *batch]):
+                    if not isinstance(blob, bytes) or not isinstance(dim, int) or len(blob) != 4 * dim:
+                        continue  # a damaged row: embedded again
+                    found[key] = np.frombuffer(blob, dtype=np.float32, count=dim)
+        except (sqlite3.Error, OSError) as e:
+            self._off(e, "read")
+            return {}
         return found
 
     def put_many(self, model: str, items: dict[str, np.ndarray]) -> None:
+        db = self._db
+        if db is None:
+            return
         rows = [(model, k, int(v.shape[0]), np.asarray(v, dtype=np.float32).tobytes()) for k, v in items.items()]
-        with self._db:
-            self._db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        try:
+            with db:
+                db.executemany("INSERT OR REPLACE INTO vectors VALUES (?, ?, ?, ?)", rows)
+        except (sqlite3.Error, OSError) as e:
+            self._off(e, "write")
 
     def speed(self, model: str) -> float | None:
         """Texts per second last measured for ``model`` on this machine (None: never measured)."""
-        row = self._db.execute("SELECT texts_per_s FROM speeds WHERE model = ?", (model,)).fetchone()
-        return float(row[0]) if row and row[0] and row[0] > 0 else None
+        db = self._db
+        if db is None:
+            return None
+        try:
+            row = db.execute("SELECT texts_per_s FROM speeds WHERE model = ?", (model,)).fetchone()
+        except (sqlite3.Error, OSError) as e:
+            self._off(e, "read")
+            return None
+        try:
+            return float(row[0]) if row and row[0] and row[0] > 0 else None
+        except (TypeError, ValueError):
+            return None
 
     def put_speed(self, model: str, texts_per_s: float) -> None:
-        if texts_per_s > 0:
-            with self._db:
-                self._db.execute("INSERT OR REPLACE INTO speeds VALUES (?, ?)", (model, float(texts_per_s)))
+        db = self._db
+        if db is None or not texts_per_s > 0:
+            return
+        try:
+            with db:
+                db.execute("INSERT OR REPLACE INTO speeds VALUES (?, ?)", (model, float(texts_per_s)))
+        except (sqlite3.Error, OSError) as e:
+            self._off(e, "write")
 
     def count(self, model: str | None = None) -> int:
-        if model is None:
-            return self._db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
-        return self._db.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+        db = self._db
+        if db is None:
+            return 0
+        try:
+            if model is None:
+                return db.execute("SELECT COUNT(*) FROM vectors").fetchone()[0]
+            return db.execute("SELECT COUNT(*) FROM vectors WHERE model = ?", (model,)).fetchone()[0]
+        except (sqlite3.Error, OSError) as e:
+            self._off(e, "read")
+            return 0
 
     def close(self) -> None:
-        self._db.close()
+        db, self._db = self._db, None
+        if db is not None:
+            db.close()
 
 
 class CachedEmbedder:
