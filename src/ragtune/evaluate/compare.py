@@ -35,6 +35,7 @@ from .significance import (
     paired_test,
     questions_needed,
 )
+from .table import parse_metric
 
 __all__ = ["Comparison", "Report", "ReportRow", "compare", "compare_runs", "metric_k", "per_question"]
 
@@ -406,7 +407,8 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
         raise ConfigError("compare needs at least one metric, such as recall@10")
     if not 0.0 < alpha < 1.0:
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
-    ks = [int(m.partition("@")[2]) for m in metrics if m.partition("@")[2].isdigit()]
+    parsed = {m: parse_metric(m) for m in metrics}  # every name from the metric table, each @k well formed
+    ks = [k for _, k in parsed.values() if k is not None]
     run_list = _to_runs(runs, golden, corpus, ks)
     if len(run_list) < 2:
         raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
@@ -455,7 +457,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
             sd = float(d.std(ddof=1)) if n > 1 else float("nan")
             changed = int(np.count_nonzero(d))
             delta = float(d.mean())
-            bounded = not metric.startswith("context_tokens")
+            bounded = parsed[metric][0].bounded
             ha = {i: (base.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
             hb = {i: (run.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
             rows.append(dict(

@@ -18,8 +18,7 @@ from ..progress import progress_iter
 from ..retrieve.base import Retriever
 from ..retrieve.base import search as run_search
 from ..types import Chunk, Ranking
-from .metrics import (average_precision_at_k, hit_at_k, ndcg_at_k, precision_at_k, r_precision, recall_at_k,
-                      reciprocal_rank)
+from .table import METRICS, Judgement
 
 __all__ = ["evaluate", "evaluate_rankings", "apply_k_unit", "K_UNITS", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
 
@@ -37,30 +36,25 @@ def covers(chunk: Chunk, span: AnchorSpan) -> bool:
     return chunk.start < span.end and max(chunk.end, chunk.start + 1) > span.start
 
 
-@dataclass(frozen=True, slots=True)
-class Judgement:
-    """A ranking judged against one question's anchors."""
-
-    first_ranks: np.ndarray  # per relevant anchor, rank first covered (inf if never)
-    grades: np.ndarray
-    rank_hits: np.ndarray  # per rank, covers any relevant anchor
-
-    @property
-    def first_hit_rank(self) -> int | None:
-        idx = np.flatnonzero(self.rank_hits)
-        return int(idx[0]) + 1 if idx.size else None
-
-
 def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float]) -> Judgement:
+    """Judge ``ranking`` against one question's anchor ``spans`` (with their ``grades``): for each anchor the rank
+    where a chunk first :func:`covers` it, for each rank whether its chunk covers any, and each chunk's tokens.
+
+    The anchors are indexed by document once, so each retrieved chunk is tested only against the anchors of its
+    own document (one pass over the ranking, not one :func:`covers` call per rank and anchor)."""
+    by_doc: dict[str, list[int]] = {}
+    for i, span in enumerate(spans):
+        by_doc.setdefault(span.doc_id, []).append(i)
     first = np.full(len(spans), np.inf)
     rank_hits = np.zeros(len(ranking.hits), dtype=bool)
-    for r, hit in enumerate(ranking.hits, start=1):
-        for i, span in enumerate(spans):
-            if covers(hit.chunk, span):
-                rank_hits[r - 1] = True
+    for r, hit in enumerate(ranking.hits):
+        for i in by_doc.get(hit.chunk.doc_id, ()):
+            if covers(hit.chunk, spans[i]):
+                rank_hits[r] = True
                 if first[i] == np.inf:
-                    first[i] = r
-    return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits)
+                    first[i] = r + 1
+    tokens = np.array([h.chunk.tokens or 0 for h in ranking.hits], dtype=np.float64)
+    return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits, tokens)
 
 
 def context_tokens(ranking: Ranking, k: int) -> float:
@@ -69,21 +63,18 @@ def context_tokens(ranking: Ranking, k: int) -> float:
 
 
 def score_judgement(j: Judgement, ks: Sequence[int]) -> dict[str, float]:
+    """One question's scores: every metric of the table (:data:`ragtune.evaluate.table.METRICS`) that ``j`` has
+    the inputs for, at each of ``ks`` where it takes a cut-off (plus its ``always_k``), in table order."""
     s: dict[str, float] = {}
-    for k in ks:
-        s[f"recall@{k}"] = recall_at_k(j.first_ranks, k)
-    for k in ks:
-        s[f"hit@{k}"] = hit_at_k(j.first_ranks, k)
-    for k in ks:
-        s[f"precision@{k}"] = precision_at_k(j.rank_hits, k)
-    s["mrr"] = reciprocal_rank(j.first_ranks)
-    s[f"ndcg@{NDCG_K}"] = ndcg_at_k(j.first_ranks, j.grades, NDCG_K)
-    for k in ks:
-        if k != NDCG_K:
-            s[f"ndcg@{k}"] = ndcg_at_k(j.first_ranks, j.grades, k)
-    for k in ks:
-        s[f"map@{k}"] = average_precision_at_k(j.first_ranks, j.rank_hits, k)
-    s["r_precision"] = r_precision(j.first_ranks, j.rank_hits)
+    for row in METRICS.values():
+        if row.needs and not row.applies(j):
+            continue
+        fn = row.fn
+        if row.takes_k:
+            for k in row.cutoffs(ks):
+                s[f"{row.name}@{k}"] = float(fn(j, k))
+        else:
+            s[row.name] = float(fn(j))
     return s
 
 
@@ -225,7 +216,7 @@ def evaluate(
     (see :func:`apply_k_unit`): what top-k counts, ``chunk`` or ``doc``.
     """
     ks = _check_ks(ks)
-    depth = max(int(depth), ks[-1], NDCG_K)
+    depth = max(int(depth), ks[-1], NDCG_K, *(k for row in METRICS.values() for k in row.always_k))
     spans_by_id = _resolve_all(golden, corpus)
     rankings = {item.id: run_search(retriever, item.q, depth, filters)
                 for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
@@ -307,9 +298,6 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
     covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
     missed = tuple(a for a in item.relevant if a not in covered)
     scores = score_judgement(j, ks) if item.answerable else {}
-    if item.answerable:
-        for k in ks:
-            scores[f"context_tokens@{k}"] = context_tokens(ranking, k)
     retrieved = tuple(
         {
             "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "anchor": h.chunk.anchor, "score": h.score,

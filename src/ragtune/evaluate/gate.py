@@ -3,7 +3,8 @@
 A metric fails the gate when both hold:
 
 - it dropped by more than ``max_drop`` (absolute, in the metric's units:
-  0.02 is two points of recall@10), and
+  0.02 is two points of recall@10; for a metric where lower is better, such
+  as ``context_tokens@k``, it rose by more), and
 - the paired test of :func:`ragtune.compare` over the same questions says the
   drop is real: corrected p-value below ``significance``. With
   ``significance=1`` the tolerance alone decides.
@@ -29,6 +30,7 @@ from typing import Annotated, Any
 from ..errors import ConfigError, CorpusNotFoundError
 from ..config import Opt
 from .run import Run
+from .table import parse_metric
 
 __all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS", "check_gate",
            "ci_gate"]
@@ -241,7 +243,8 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
     Both are eval results (:class:`EvalResult`, its ``to_dict()``, a :class:`Run`) or, for the
     baseline, the path of an ``eval --json`` file. They must cover the same answerable questions.
     ``metrics`` default to recall@10, mrr and ndcg@10 (those both have). A metric fails when
-    ``baseline - current > max_drop`` and the paired ``test``'s p-value, corrected with
+    ``baseline - current > max_drop`` (``current - baseline`` for a metric the table marks lower-is-better,
+    such as ``context_tokens@k``) and the paired ``test``'s p-value, corrected with
     ``correction`` across the metrics, is below ``significance`` (``significance >= 1``: the
     tolerance alone decides). Deltas, CIs and p-values come from :func:`ragtune.compare`.
     """
@@ -267,12 +270,15 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
     notes = dict(zip([r.metric for r in report.comparisons if not r.significant], report.notes()))
     checks = []
     for r in report.comparisons:
-        dropped = -r.delta > max_drop + _EPS
+        higher = parse_metric(r.metric)[0].higher_is_better  # the table's direction: fewer context tokens is better
+        loss = -r.delta if higher else r.delta
+        dropped = loss > max_drop + _EPS
         real = significance >= 1 or r.p_adjusted < significance
         status = "pass" if not dropped else "fail" if real else "not-significant"
         note = None
         if status == "not-significant":
-            note = (f"{r.metric} dropped {-r.delta:.4f} (more than {max_drop:g}) but the drop is not significant "
+            moved, change = ("dropped", "drop") if higher else ("rose (lower is better)", "rise")
+            note = (f"{r.metric} {moved} {loss:.4f} (more than {max_drop:g}) but the {change} is not significant "
                     f"(p {r.p_adjusted:.3g} >= {significance:g}), so the gate passes. "
                     + _power_tail(notes.get(r.metric, "")))
         checks.append(GateCheck(
@@ -302,8 +308,11 @@ def write_baseline(result: Any, path: str | os.PathLike[str]) -> str:
     return os.fspath(path)
 
 
-def check_gate(baseline: str | None = None, update_baseline: bool = False) -> None:
-    """Before any work: ``update_baseline`` needs a ``baseline`` path, and a baseline to compare with must exist."""
+def check_gate(baseline: str | None = None, update_baseline: bool = False, metric: Sequence[str] | None = ()) -> None:
+    """Before any work: ``update_baseline`` needs a ``baseline`` path, a baseline to compare with must exist, and
+    each ``metric`` to gate must be a metric of the table (:mod:`ragtune.evaluate.table`)."""
+    for m in metric or ():
+        parse_metric(m)
     if update_baseline and baseline is None:
         raise ConfigError("--update-baseline rewrites the file named by --baseline FILE; pass both")
     if baseline and not update_baseline and not Path(baseline).is_file():
@@ -328,7 +337,7 @@ def ci_gate(result: Any, *,
     """The regression gate of a CI job: with ``update_baseline``, write ``result`` as the baseline (None);
     without a ``baseline``, None; otherwise :func:`regression_gate`'s report, also written to ``junit`` and
     ``summary`` when given."""
-    check_gate(baseline, update_baseline)
+    check_gate(baseline, update_baseline, metric)
     if update_baseline:
         write_baseline(result, baseline)  # type: ignore[arg-type]
         return None

@@ -20,12 +20,24 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..evaluate.table import metric_table
 from .results import CONFIDENCE, SweepResult
 
 __all__ = ["render_report", "write_report"]
 
 DETAIL_CONFIGS = 12  # configurations whose per-question retrievals are embedded for the failure explorer
 DETAIL_HITS = 5
+CURVE = "recall"  # the metric drawn against k, and whose spread from the smallest k to the largest is the headroom
+HEADROOM = "reranker_headroom"  # the mean that evaluation derives from it (not a metric of the table)
+
+
+def _columns(sweep: SweepResult) -> list[str]:
+    """The metric columns of the ranked table: the curve metric at every k, mrr, ndcg@10, the sweep metric when
+    it is none of those, and the context tokens at the smallest k."""
+    ks = list(sweep.grid.ks)
+    shown = [f"{CURVE}@{k}" for k in ks] + ["mrr", "ndcg@10"]
+    tokens = f"context_tokens@{ks[0]}"
+    return shown + ([] if sweep.metric in shown or sweep.metric == tokens else [sweep.metric]) + [tokens]
 
 
 def _report_data(sweep: SweepResult) -> dict[str, Any]:
@@ -48,6 +60,9 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     return {"metric": sweep.metric, "ks": list(sweep.grid.ks), "baseline": sweep.baseline_key, "test": sweep.grid.test,
             "seed": sweep.grid.seed, "samples": sweep.grid.samples, "tie": sweep.tie_metric,
             "ranking": sweep.ranking_rule, "confidence": CONFIDENCE, "power_note": sweep.power_note(),
+            "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
+            "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
+                                                          "description")} for r in metric_table()},
             "configs": configs}
 
 
@@ -123,8 +138,12 @@ const fmt = (v, d=3) => v == null || Number.isNaN(v) ? '–' : Number(v).toFixed
 const sgn = (v, d=3) => v == null ? '' : (v > 0 ? '+' : v < 0 ? '−' : '±') + Math.abs(v).toFixed(d);
 const val = (c, m=M) => c.metrics[m];
 const ciOf = (c, m=M) => (c.ci || {})[m];
-const lowerBetter = M.startsWith('context_tokens');
-const digits = m => m.startsWith('context_tokens') ? 0 : 2;
+// what the page knows of a metric comes from the metric table in the data: label, 0-1 scale, direction
+const info = m => { const [name, k] = String(m).split('@'), row = D.metric_table[name] || {label: name, bounded: true, higher_is_better: true};
+  return {...row, k, label: row.label + (k ? `@${k}` : '')}; };
+const lowerBetter = !info(M).higher_is_better;
+const digits = m => info(m).bounded ? 2 : 0;
+const curveAt = k => `${D.curve}@${k}`;
 const ciText = (ci, m=M) => ci && ci[0] != null ? `${fmt(ci[0], digits(m))}–${fmt(ci[1], digits(m))}` : '';
 const dCiText = ci => ci && ci[0] != null ? `[${sgn(ci[0], 2)}, ${sgn(ci[1], 2)}]` : '';
 const fmtMs = v => v == null ? '–' : v < 1 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : v.toFixed(0);
@@ -146,11 +165,9 @@ if (D.power_note) document.getElementById('power').innerHTML = `<p class="note" 
 // ranked table
 document.getElementById('rule').innerHTML = `# ${esc(D.ranking)}. Small grey figures: ${pct} bootstrap intervals. Δ and p compare with the baseline on ${esc(M)} (paired ${esc(D.test)} test, Holm-corrected); W/T/L = questions won, tied, lost. Latency: end to end per question, query embedding included` +
   (lat0.questions ? `, median of ${lat0.repeats} timings of ${lat0.questions} questions; hover for stages` : '') + '. Click a column to sort.';
-const metricCol = m => [m, c => val(c, m), '', m];
+const metricCol = m => [info(m).label, c => val(c, m), '', m];
 const cols = [['#', c => C.indexOf(c) + 1], ['configuration', c => c.label, 'l'],
-  ...D.ks.map(k => metricCol(`recall@${k}`)), metricCol('mrr'), metricCol('ndcg@10'),
-  ...(!D.ks.map(k => `recall@${k}`).concat(['mrr', 'ndcg@10', `context_tokens@${D.ks[0]}`]).includes(M) ? [metricCol(M)] : []),
-  [`ctx tokens@${D.ks[0]}`, c => val(c, `context_tokens@${D.ks[0]}`), '', `context_tokens@${D.ks[0]}`], ['chunks', c => c.stats.chunks],
+  ...D.columns.map(metricCol), ['chunks', c => c.stats.chunks],
   ['ms p50 / p95', c => lat(c)], ['Δ', c => c.vs ? c.vs.delta : null], ['p', c => c.vs ? c.vs.p_holm : null],
   ['W/T/L', c => c.vs ? c.vs.wins - c.vs.losses : null]];
 let sortCol = 0, sortDir = 1;
@@ -186,7 +203,7 @@ function axes(w, h, pad, xt, yt, xl, yl) {
 }
 const ebar = (x, y0, y1, col, cap=4) => `<g class="ebar" stroke="${col}" stroke-width="1.3"><line x1="${x}" x2="${x}" y1="${y0}" y2="${y1}"/><line x1="${x-cap}" x2="${x+cap}" y1="${y0}" y2="${y0}"/><line x1="${x-cap}" x2="${x+cap}" y1="${y1}" y2="${y1}"/></g>`;
 // identical recall@k curves are one group, listed in rank order; the baseline's group first
-const curveKey = c => D.ks.map(k => { const v = val(c, `recall@${k}`); return v == null ? 'x' : v.toFixed(12); }).join('|');
+const curveKey = c => D.ks.map(k => { const v = val(c, curveAt(k)); return v == null ? 'x' : v.toFixed(12); }).join('|');
 const groups = [];
 for (const c of C) { const key = curveKey(c); let g = groups.find(g => g.key === key); if (!g) groups.push(g = {key, members: []}); g.members.push(c); }
 for (const g of groups) { g.rep = g.members.includes(base) ? base : g.members[0]; g.isBase = g.members.includes(base);
@@ -199,21 +216,21 @@ const legendEntry = g => `<div class="item"><i style="background:${g.col}"></i><
   (g.members.length > 1 ? ` <span class="also">and ${g.members.length - 1} more with the same curve: ${g.members.filter(c => c !== g.rep).map(c => esc(c.label)).join(', ')}</span>` : '') + '</div>';
 (function curves() {
   const w = 560, h = 300, pad = {l: 58, r: 14, t: 12, b: 42}, ks = D.ks;
-  const vals = shown.flatMap(g => ks.flatMap(k => { const m = `recall@${k}`, ci = g.ci(m); return [val(g.rep, m), ...(ci || [])]; })).filter(v => v != null);
+  const vals = shown.flatMap(g => ks.flatMap(k => { const m = curveAt(k), ci = g.ci(m); return [val(g.rep, m), ...(ci || [])]; })).filter(v => v != null);
   const lo = Math.max(0, Math.min(...vals) - 0.03), hi = Math.min(1, Math.max(...vals) + 0.03);
   const inner = w - pad.l - pad.r - 40, X = i => pad.l + 20 + (ks.length === 1 ? 0.5 : i / (ks.length - 1)) * inner;
   const Y = v => h - pad.b - (v - lo) / (hi - lo || 1) * (h - pad.t - pad.b);
-  let s = axes(w, h, pad, ks.map((k, i) => [X(i), `${k}`]), [0, .25, .5, .75, 1].map(f => lo + f * (hi - lo)).map(v => [Y(v), v.toFixed(2)]), 'k (number of chunks retrieved)', 'recall@k');
+  let s = axes(w, h, pad, ks.map((k, i) => [X(i), `${k}`]), [0, .25, .5, .75, 1].map(f => lo + f * (hi - lo)).map(v => [Y(v), v.toFixed(2)]), 'k (number of chunks retrieved)', info(curveAt('k')).label);
   const order = [...shown.filter(g => !g.isBase), baseGroup];  // the baseline is drawn last, on top
   order.forEach(g => { const j = shown.indexOf(g), dx = (j - (shown.length - 1) / 2) * 3, c = g.rep;
-    s += `<polyline class="curve" fill="none" stroke="${g.col}" stroke-width="${g.isBase ? 2.5 : 2}" ${g.isBase ? 'stroke-dasharray="6 4"' : ''} points="${ks.map((k, i) => `${X(i) + dx},${Y(val(c, `recall@${k}`))}`).join(' ')}"><title>${esc(g.members.map(m => m.label).join('\n'))}</title></polyline>`;
-    ks.forEach((k, i) => { const m = `recall@${k}`, ci = g.ci(m); if (ci) s += ebar(X(i) + dx, Y(ci[0]), Y(ci[1]), g.col, 3);
+    s += `<polyline class="curve" fill="none" stroke="${g.col}" stroke-width="${g.isBase ? 2.5 : 2}" ${g.isBase ? 'stroke-dasharray="6 4"' : ''} points="${ks.map((k, i) => `${X(i) + dx},${Y(val(c, curveAt(k)))}`).join(' ')}"><title>${esc(g.members.map(m => m.label).join('\n'))}</title></polyline>`;
+    ks.forEach((k, i) => { const m = curveAt(k), ci = g.ci(m); if (ci) s += ebar(X(i) + dx, Y(ci[0]), Y(ci[1]), g.col, 3);
       s += `<circle cx="${X(i) + dx}" cy="${Y(val(c, m))}" r="3" fill="${g.col}"><title>${esc(c.label)}${g.members.length > 1 ? ` (+${g.members.length - 1} identical)` : ''}: ${m} ${fmt(val(c, m))} [${ciText(ci, m)}]</title></circle>`; }); });
   document.getElementById('curves').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="${w}">${s}</svg><div class="legend">${shown.map(legendEntry).join('')}` +
     (hidden > 0 ? `<div class="also">${hidden} more distinct curve(s) not drawn; the table lists every configuration.</div>` : '') + '</div>';
 })();
 (function headroom() {
-  const rows = shown, w = 560, bh = 26, pad = 250, h = rows.length * bh + 10, m = 'reranker_headroom';
+  const rows = shown, w = 560, bh = 26, pad = 250, h = rows.length * bh + 10, m = D.headroom;
   const mx = Math.max(0.01, ...rows.map(g => Math.max(val(g.rep, m) || 0, (g.ci(m) || [0, 0])[1])));
   const span = w - pad - 52, B = v => pad + v / mx * span;
   let s = '';
@@ -225,7 +242,7 @@ const legendEntry = g => `<div class="item"><i style="background:${g.col}"></i><
     if (ci) { const my = y + (bh - 10) / 2;
       s += `<g class="ebar" stroke="#1d2330" stroke-width="1.3"><line x1="${B(ci[0])}" x2="${B(ci[1])}" y1="${my}" y2="${my}"/><line x1="${B(ci[0])}" x2="${B(ci[0])}" y1="${my - 4}" y2="${my + 4}"/><line x1="${B(ci[1])}" x2="${B(ci[1])}" y1="${my - 4}" y2="${my + 4}"/></g>`; }
     s += `<text x="${Math.max(B(v), ci ? B(ci[1]) : 0) + 5}" y="${y + 12}">${fmt(v, 2)}</text>`; });
-  document.getElementById('headroom').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="${w}">${s}</svg><div class="sub">Colours and merged entries as in the recall@k legend; a line across a bar spans its interval.</div>`;
+  document.getElementById('headroom').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="${w}">${s}</svg><div class="sub">Colours and merged entries as in the ${esc(info(curveAt('k')).label)} legend; a line across a bar spans its interval.</div>`;
 })();
 (function scatter() {
   const w = 560, h = 320, pad = {l: 58, r: 16, t: 12, b: 42};
@@ -240,7 +257,7 @@ const legendEntry = g => `<div class="item"><i style="background:${g.col}"></i><
     X = v => pad.l + 12 + (Math.log10(Math.max(v, 1e-4)) - a) / (b - a) * L;
     xt = []; for (let e = a; e <= b; e++) xt.push([X(10 ** e), e < 0 ? (10 ** e).toFixed(-e) : String(10 ** e)]);
   } else { const x1 = xmax * 1.1 || 1; X = v => pad.l + 12 + v / x1 * L; xt = [0, .25, .5, .75, 1].map(f => [X(f * x1), fmtMs(f * x1)]); }
-  const unit = !M.startsWith('context_tokens'), y0 = unit ? Math.max(0, Math.min(...ys) - 0.02) : Math.min(...ys) * 0.95, y1 = unit ? Math.min(1, Math.max(...ys) + 0.02) : Math.max(...ys) * 1.05, Y = v => h - pad.b - (v - y0) / (y1 - y0 || 1) * (h - pad.t - pad.b);
+  const unit = info(M).bounded, y0 = unit ? Math.max(0, Math.min(...ys) - 0.02) : Math.min(...ys) * 0.95, y1 = unit ? Math.min(1, Math.max(...ys) + 0.02) : Math.max(...ys) * 1.05, Y = v => h - pad.b - (v - y0) / (y1 - y0 || 1) * (h - pad.t - pad.b);
   const better = (a, b) => lowerBetter ? a < b : a > b;
   const front = pts.filter(p => !pts.some(q => q !== p && q.x <= p.x && (better(q.y, p.y) || q.y === p.y) && (q.x < p.x || better(q.y, p.y)))).sort((a, b) => a.x - b.x);
   let s = axes(w, h, pad, xt, [0, .25, .5, .75, 1].map(f => [Y(y0 + f * (y1 - y0)), (y0 + f * (y1 - y0)).toFixed(digits(M) ? 2 : 0)]), `p50 latency per question, end to end (ms${log ? ', log scale' : ''})`, M);

@@ -19,6 +19,7 @@ from typing import Any
 from ..evaluate.compare import compare
 from ..evaluate.run import Run
 from ..evaluate.significance import bootstrap_ci
+from ..evaluate.table import find_metric
 from .grid import Grid, GridError
 
 __all__ = ["SweepResult", "summarize"]
@@ -28,11 +29,14 @@ CONFIDENCE = 0.95  # of every interval shown
 
 
 def _lower_better(metric: str) -> bool:
-    return metric.startswith("context_tokens")
+    """Whether smaller values of ``metric`` are better, as the metric table says (higher for a name it lacks)."""
+    row = find_metric(metric)
+    return row is not None and not row.higher_is_better
 
 
 def _num(v: Any, metric: str) -> str:
-    return f"{v:.0f}" if _lower_better(metric) else f"{v:.2f}"
+    row = find_metric(metric)
+    return f"{v:.2f}" if row is None or row.bounded else f"{v:.0f}"
 
 
 def ci_text(ci: Sequence[float] | None, metric: str) -> str:
@@ -74,7 +78,7 @@ class SweepResult:
         return float("nan") if v is None else float(v)
 
     def ranked(self) -> list[dict]:
-        """Best first by the sweep metric (lower is better only for context_tokens), ties by
+        """Best first by the sweep metric (in its direction in the metric table), ties by
         :attr:`tie_metric`, then by lower p50 latency, then by label."""
         sign = 1 if _lower_better(self.metric) else -1
 

@@ -1,0 +1,256 @@
+"""The metric table: every retrieval metric once, read by everything that names one.
+
+One :class:`Metric` row per metric: its name, whether it takes a cut-off
+(``recall@10``) or not (``mrr``), whether its values lie in [0, 1], which
+direction is better, its per-question function over a :class:`Judgement`, a
+short description and a display label. Evaluation (which scores each question
+gets), grid validation, ``compare`` and the regression gate (which names are
+valid, which metrics are on a 0-1 scale, which direction is worse), the sweep
+ranking and the sweep report all read this table, so adding a metric is one row
+and its function::
+
+    from ragtune.evaluate.table import Metric, register_metric
+
+    def first_hit_is_top(j, k):
+        return float(j.rank_hits[:1].any()) if k >= 1 else 0.0
+
+    register_metric(Metric("first_hit_is_top", first_hit_is_top, description="..."))
+
+after which ``evaluate`` scores ``first_hit_is_top@k`` for every k, a grid may rank
+by it and ``compare`` tests it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from . import metrics as m
+
+__all__ = ["Judgement", "Metric", "METRICS", "register_metric", "unregister_metric", "parse_metric", "find_metric",
+           "check_metric", "metric_table"]
+
+_NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
+_CUTOFF = re.compile(r"[1-9][0-9]*\Z")  # plain ASCII digits, no leading zero: the key evaluation writes
+_OPTIONAL = ("tokens",)  # Judgement fields a metric may need that not every source of rankings has
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """A ranking judged against one question's anchors: the arrays every metric function reads."""
+
+    first_ranks: np.ndarray  # per relevant anchor, rank first covered (inf if never)
+    grades: np.ndarray  # per relevant anchor, its grade
+    rank_hits: np.ndarray  # per rank, covers any relevant anchor
+    tokens: np.ndarray | None = None  # per rank, the chunk's token count; None when unknown (a run file)
+
+    @property
+    def first_hit_rank(self) -> int | None:
+        idx = np.flatnonzero(self.rank_hits)
+        return int(idx[0]) + 1 if idx.size else None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One row of the metric table.
+
+    ``fn(judgement, k)`` (``fn(judgement)`` when ``takes_k`` is false) returns one
+    question's value, ``nan`` where it is undefined. ``bounded``: values lie in
+    [0, 1] (power for a five-point difference is reported only then; the report
+    shows them with decimals). ``always_k``: cut-offs scored whatever k values are
+    asked for (``ndcg@10``). ``needs``: optional :class:`Judgement` fields the
+    function reads (``tokens``); a question judged without them gets no value.
+    """
+
+    name: str
+    fn: Callable[..., float]
+    takes_k: bool = True
+    bounded: bool = True
+    higher_is_better: bool = True
+    description: str = ""
+    label: str = ""
+    always_k: tuple[int, ...] = ()
+    needs: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _NAME.match(self.name):
+            raise ConfigError(f"metric name {self.name!r}: use lower-case letters, digits and '_', starting with a "
+                              "letter (the cut-off is added as @k, so no '@')")
+        if not callable(self.fn):
+            raise ConfigError(f"metric {self.name!r}: fn must be a function of a Judgement (and k), got "
+                              f"{type(self.fn).__name__}")
+        always = tuple(self.always_k)
+        if always and not self.takes_k:
+            raise ConfigError(f"metric {self.name!r}: always_k={always!r} needs takes_k=True")
+        if not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in always):
+            raise ConfigError(f"metric {self.name!r}: always_k must be positive integers, got {always!r}")
+        needs = tuple(self.needs)
+        unknown = [n for n in needs if n not in _OPTIONAL]
+        if unknown:
+            raise ConfigError(f"metric {self.name!r}: needs {unknown!r}; a metric may need only "
+                              f"{', '.join(_OPTIONAL)} (first_ranks, grades and rank_hits are always there)")
+        object.__setattr__(self, "always_k", always)
+        object.__setattr__(self, "needs", needs)
+        object.__setattr__(self, "label", self.label or self.name)
+
+    @property
+    def pattern(self) -> str:
+        """``recall@k`` or ``mrr``: how the metric is written."""
+        return f"{self.name}@k" if self.takes_k else self.name
+
+    def key(self, k: int | None = None) -> str:
+        """The key of its value in scores and means: ``recall@10``, ``mrr``."""
+        return f"{self.name}@{k}" if self.takes_k else self.name
+
+    def cutoffs(self, ks: Sequence[int]) -> list[int | None]:
+        """The cut-offs scored when ``ks`` are asked for: ``always_k`` first, then the rest of ``ks``."""
+        if not self.takes_k:
+            return [None]
+        return [*self.always_k, *(k for k in ks if k not in self.always_k)]
+
+    def applies(self, j: Judgement) -> bool:
+        """Whether ``j`` carries what the function reads."""
+        return all(getattr(j, n) is not None for n in self.needs)
+
+    def value(self, j: Judgement, k: int | None = None) -> float:
+        return float(self.fn(j, k) if self.takes_k else self.fn(j))
+
+    def to_dict(self) -> dict[str, Any]:
+        """What a report page needs to name, format and order by the metric (no function)."""
+        return {"name": self.name, "label": self.label, "takes_k": self.takes_k, "bounded": self.bounded,
+                "higher_is_better": self.higher_is_better, "description": self.description,
+                "always_k": list(self.always_k)}
+
+
+# -- the built-in rows -------------------------------------------------------------------------------------------
+
+def _recall(j: Judgement, k: int) -> float:
+    return m.recall_at_k(j.first_ranks, k)
+
+
+def _hit(j: Judgement, k: int) -> float:
+    return m.hit_at_k(j.first_ranks, k)
+
+
+def _precision(j: Judgement, k: int) -> float:
+    return m.precision_at_k(j.rank_hits, k)
+
+
+def _mrr(j: Judgement) -> float:
+    return m.reciprocal_rank(j.first_ranks)
+
+
+def _ndcg(j: Judgement, k: int) -> float:
+    return m.ndcg_at_k(j.first_ranks, j.grades, k)
+
+
+def _map(j: Judgement, k: int) -> float:
+    return m.average_precision_at_k(j.first_ranks, j.rank_hits, k)
+
+
+def _r_precision(j: Judgement) -> float:
+    return m.r_precision(j.first_ranks, j.rank_hits)
+
+
+def _context_tokens(j: Judgement, k: int) -> float:
+    return float(np.sum(j.tokens[:k]))  # type: ignore[index]  # needs=("tokens",): never None here
+
+
+_TABLE: dict[str, Metric] = {}
+METRICS = MappingProxyType(_TABLE)  # name -> Metric, in the order scores are written
+"""The metric table, read-only; add rows with :func:`register_metric`."""
+
+
+def register_metric(metric: Metric, *, replace: bool = False) -> Metric:
+    """Add ``metric`` to the table (at the end: its keys come last in scores). A name already in the table is a
+    :class:`ConfigError` unless ``replace`` (which keeps its place). Returns the row."""
+    if not isinstance(metric, Metric):
+        raise ConfigError(f"register_metric takes a Metric row, got {type(metric).__name__}; build one with "
+                          "Metric(name, fn, takes_k=..., bounded=..., higher_is_better=...)")
+    if metric.name in _TABLE and not replace:
+        raise ConfigError(f"metric {metric.name!r} is already in the table; pick another name, or pass "
+                          "replace=True to redefine it")
+    _TABLE[metric.name] = metric
+    return metric
+
+
+def unregister_metric(name: str) -> Metric:
+    """Remove a row (a plugin's, or one a test registered); returns it."""
+    if name not in _TABLE:
+        raise ConfigError(f"metric {name!r} is not in the table ({', '.join(_TABLE)})")
+    return _TABLE.pop(name)
+
+
+for _row in (
+    Metric("recall", _recall, description="share of the relevant anchors covered in the top k"),
+    Metric("hit", _hit, description="1 if any relevant anchor is covered in the top k, else 0"),
+    Metric("precision", _precision, description="share of the top k positions covering a relevant anchor "
+           "(divided by k even when fewer were retrieved)"),
+    Metric("mrr", _mrr, takes_k=False, description="1 / rank of the first chunk covering a relevant anchor, 0 if "
+           "none does (as deep as retrieval went)"),
+    Metric("ndcg", _ndcg, always_k=(10,), description="normalised discounted cumulative gain over graded anchors, "
+           "each counted once where first covered; ndcg@10 is always scored"),
+    Metric("map", _map, description="average precision over the top k (trec_eval's map_cut_k)"),
+    Metric("r_precision", _r_precision, takes_k=False, description="precision at R, the number of relevant "
+           "anchors (trec_eval's Rprec)"),
+    Metric("context_tokens", _context_tokens, bounded=False, higher_is_better=False, label="ctx tokens",
+           needs=("tokens",), description="tokens of the top k chunks, what the model is handed (fewer is better)"),
+):
+    register_metric(_row)
+del _row
+
+
+def _choices() -> str:
+    return ", ".join(r.pattern for r in _TABLE.values())
+
+
+def parse_metric(spec: Any) -> tuple[Metric, int | None]:
+    """``"recall@10"`` -> (the recall row, 10); ``"mrr"`` -> (the mrr row, None). A name not in the table, a
+    cut-off on a metric without one, or a missing or malformed cut-off is a :class:`ConfigError`."""
+    if not isinstance(spec, str):
+        raise ConfigError(f"metric {spec!r}: expected a metric name such as recall@10 or mrr")
+    name, at, k = spec.partition("@")
+    row = _TABLE.get(name)
+    if row is None:
+        raise ConfigError(f"metric {spec!r}: choose one of {_choices()} (with @k where it takes one)")
+    if not row.takes_k:
+        if at:
+            raise ConfigError(f"metric {spec!r}: {name} takes no @k")
+        return row, None
+    if not k:
+        raise ConfigError(f"metric {spec!r}: {name} needs a cut-off, e.g. {name}@10")
+    if not _CUTOFF.match(k):
+        raise ConfigError(f"metric {spec!r}: the cut-off must be a positive whole number in plain digits, e.g. "
+                          f"{name}@10")
+    return row, int(k)
+
+
+def find_metric(spec: Any) -> Metric | None:
+    """The row of ``spec`` (``recall@10``, ``mrr``), or None when it is not a valid metric of the table."""
+    try:
+        return parse_metric(spec)[0]
+    except ConfigError:
+        return None
+
+
+def check_metric(spec: Any, ks: Sequence[int]) -> str | None:
+    """Why ``spec`` is not scored when evaluating at ``ks``, or None when it is: the name must be in the table,
+    with a cut-off exactly when the row takes one, and the cut-off among ``ks`` (or the row's ``always_k``)."""
+    try:
+        row, k = parse_metric(spec)
+    except ConfigError as e:
+        return str(e)
+    if k is not None and k not in ks and k not in row.always_k:
+        return f"metric {spec!r}: k={k} is not among the evaluated k values {list(ks)}; add it to k"
+    return None
+
+
+def metric_table() -> list[dict[str, Any]]:
+    """Every row as plain data (for a report page): name, label, takes_k, bounded, higher_is_better, ..."""
+    return [r.to_dict() for r in _TABLE.values()]
