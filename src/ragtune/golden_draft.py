@@ -198,7 +198,7 @@ class DraftLLM:
 
     def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 800, timeout: float = 60.0,
                  max_retries: int = 5, backoff: float = 0.5):
-        from .answer.llm import ChatLLM
+        from .llm import ChatLLM
 
         self.llm = ChatLLM.from_spec(spec, base_url=base_url, max_tokens=max_tokens, timeout=timeout,
                                      max_retries=max_retries, backoff=backoff)
@@ -216,7 +216,7 @@ class DraftLLM:
 def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_in: float = 0.0,
                         price_out: float = 0.0) -> dict[str, Any]:
     """What drafting would send, before sending anything: calls, tokens (about 4 characters a token), cost in $."""
-    from .answer.llm import estimate_tokens
+    from .llm import estimate_tokens
 
     tokens_in = estimate_tokens(*(t for x in units for t in x.prompt()))
     questions = sum(len(x.kinds) for x in units)
@@ -228,7 +228,7 @@ def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_i
 
 def parse_questions(text: str) -> list[dict[str, str]] | None:
     """The ``questions`` list of a reply (code fences and prose around the JSON tolerated); None if unreadable."""
-    from .answer.llm import json_values
+    from .llm import json_values
 
     qs = next((v["questions"] for v in json_values(text)
                if isinstance(v, Mapping) and isinstance(v.get("questions"), list)), None)
@@ -265,7 +265,7 @@ def draft_golden(units: Sequence[SectionUnit], llm: Any, *, max_overlap: float =
     listed in ``failed``. Kinds a unit did not ask for are ignored, and each kind keeps at most as many
     questions as were asked for.
     """
-    from .answer.llm import ask_parsed
+    from .llm import ask_parsed
 
     if not 0.0 <= max_overlap <= 1.0:
         raise ConfigError(f"max_overlap must be between 0 and 1, got {max_overlap!r}")

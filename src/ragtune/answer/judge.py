@@ -16,7 +16,7 @@ from typing import Any
 from ..errors import ConfigError
 from .base import Answer, build_prompt
 from .extractive import split_sentences
-from .llm import ChatLLM, ask_parsed, estimate_tokens, json_values
+from ..llm import ChatLLM, ask_parsed, estimate_tokens, json_values
 from .text import content_terms
 
 __all__ = ["HeuristicJudge", "LLMJudge", "parse_judge_json", "claims"]

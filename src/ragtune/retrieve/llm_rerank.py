@@ -70,7 +70,7 @@ class LLMRerankerConfig(RerankerConfig):
     timeout: Annotated[float, Opt("seconds per LLM call")] = 60.0
 
     def __post_init__(self) -> None:
-        from ..answer.llm import parse_model_spec
+        from ..llm import parse_model_spec
 
         super().__post_init__()
         if not isinstance(self.model, str) or not self.model.strip():
@@ -141,7 +141,7 @@ def parse_order(text: str, n: int) -> ParsedOrder | None:
     if chains:
         numbers = [int(x) for x in max(chains, key=len)]  # max keeps the first of the longest
     else:
-        from ..answer.llm import json_values
+        from ..llm import json_values
 
         for value in json_values(text):
             if isinstance(value, list) and len(value) >= min(2, n) and all(
@@ -183,7 +183,7 @@ class LLMReranker:
     name = "llm"
 
     def __init__(self, config: LLMRerankerConfig):
-        from ..answer.llm import ChatLLM
+        from ..llm import ChatLLM
 
         self.options = config
         self.mode, self.fuse_k = config.mode, config.fuse_k
@@ -211,7 +211,7 @@ class LLMReranker:
         return {"model": self.llm.name, **counts, **self.llm.usage, "cost": self.llm.cost}
 
     def _order(self, query: str, chunks: Sequence[Chunk]) -> tuple[int, ...]:
-        from ..answer.llm import ask_parsed
+        from ..llm import ask_parsed
 
         m = len(chunks)
         system, user = build_rerank_prompt(query, chunks, max_chars=self.options.max_chars)
@@ -248,7 +248,7 @@ class LLMReranker:
         """What reranking these shortlists would send (nothing is sent): one call per window of two or more
         candidates, :data:`~ragtune.answer.llm.CHARS_PER_TOKEN` characters a token, every answer read at the
         first attempt. Windows are priced over the first-stage order."""
-        from ..answer.llm import estimate_tokens
+        from ..llm import estimate_tokens
 
         queries = calls = tokens_out = 0
         prompts: list[str] = []

@@ -104,7 +104,7 @@ class TrainOptions(Config):
             if self.pairs != "pseudo":
                 raise ConfigError(f"{n}: generator writes training questions from the corpus, which is pairs='pseudo'; "
                                   "with a golden set the questions are the golden set's (leave generator unset)")
-            from ..answer.llm import ChatLLM
+            from ..llm import ChatLLM
 
             ChatLLM.from_spec(self.generator)  # an unknown provider or a missing model is refused before any work
         from ..registry import RETRIEVERS
