@@ -216,3 +216,34 @@ def test_report_at_a_wide_window_has_no_overlaps(rich, browser):
     page.screenshot(path=str(SHOTS / "report-1400.png"), full_page=True)
     assert errors == [] and page.evaluate(OVERFLOW_JS) == [] and page.evaluate(OVERLAPS_JS) == []
     page.close()
+
+
+def test_a_metric_added_at_run_time_is_named_and_ordered_by_the_page(tmp_path, browser):
+    """The page reads names, labels and direction from the metric table in its data: a lower-is-better metric
+    registered at run time gets its label as column header and the darker heatmap cells for fewer."""
+    import numpy as np
+
+    from ragtune.evaluate.table import Metric, register_metric, unregister_metric
+
+    def misses(j, k):
+        return float(np.count_nonzero(j.first_ranks > k))
+
+    register_metric(Metric("misses", misses, bounded=False, higher_is_better=False, label="missed"))
+    try:
+        result, path = _sweep(tmp_path, {**SWEEP_GRID, "metric": "misses@1"})
+        values = [result.value(r) for r in result.ranked()]
+    finally:
+        unregister_metric("misses")
+    assert values == sorted(values) and len(set(values)) > 1  # fewest misses first
+    page, errors, _ = _open(browser, path)
+    assert errors == []
+    heads = [h.replace("\n", "").replace(" ▲", "").replace(" ▼", "") for h in page.locator("#table th").all_inner_texts()]
+    assert "missed@1" in heads and "ctx tokens@1" in heads and "recall@1" in heads
+    assert "ranked by misses@1 (lower is better)" in page.locator("#rule").inner_text()
+    cells = page.evaluate("""() => [...document.querySelectorAll('#heat g.cell')].map(g => ({value: +g.dataset.value,
+        fill: g.querySelector('rect').getAttribute('fill'), text: g.querySelector('text.v').textContent}))""")
+    fill_of = {c["value"]: c["fill"] for c in cells}
+    assert len(fill_of) > 1 and all(c["text"] == f"{c['value']:.0f}" for c in cells)  # a count: no decimals
+    darkness = [sum(int(x) for x in re.findall(r"\d+", fill_of[v])) for v in sorted(fill_of)]
+    assert darkness == sorted(darkness)  # fewer misses, darker cell
+    page.close()
