@@ -13,6 +13,8 @@ Messages API:
 - **Size**: an answer is read up to ``max_bytes`` (:data:`DEFAULT_MAX_BYTES`, 32 MiB), an error body up to
   64 KiB; a larger answer (announced by ``Content-Length`` or streamed, chunked or not) stops the call with an
   :class:`~ragtune.errors.APIError` before it is held in memory.
+- **Credentials in the URL** (``https://user:password@host/...``) are sent as HTTP Basic authentication, never
+  as part of the host name.
 - **Redirects** carry the request's credentials, so they are followed only to the same origin (scheme, host and
   port), and a POST is never turned into a GET: 307/308 keep the method and the body, a 301/302/303 answer to a
   POST is refused, and so is a redirect to another origin or to any scheme but http(s) (``file://``...). The
@@ -25,6 +27,7 @@ query parameters that look secret (``key``, ``token``, ``api_key``, ``access_tok
 
 from __future__ import annotations
 
+import base64
 import email.utils
 import http.client
 import json
@@ -114,6 +117,17 @@ def redirect_problem(url: str, method: str, code: int, location: str) -> str | N
         return (f"{where}: refused, following a {code} would turn the {method.upper()} into a GET without its "
                 "body; use the URL it points to directly (a server that moved a POST answers 307 or 308)")
     return None
+
+
+def _split_userinfo(url: str) -> tuple[str, str | None]:
+    """``url`` without its ``user:password@``, and the Basic ``Authorization`` value they stand for."""
+    parts = urllib.parse.urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, None
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}".encode()
+    return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(token).decode()
 
 
 class _Refused(Exception):
@@ -311,8 +325,11 @@ class JSONClient:
         the answer must be a JSON object unless ``any_json``."""
         url = f"{self.base_url.rstrip('/')}/{path.lstrip('/')}" if path else self.base_url
         where = redact_url(url)
+        url, basic = _split_userinfo(url)
         data = json.dumps(body).encode() if body is not None else None
         headers = {"Content-Type": "application/json", "Accept": "application/json", **self.headers}
+        if basic and not any(k.lower() == "authorization" for k in headers):
+            headers["Authorization"] = basic
         if self.api_key:
             bearer = self.key_header.lower() == "authorization"
             headers[self.key_header] = f"Bearer {self.api_key}" if bearer else self.api_key
@@ -338,7 +355,10 @@ class JSONClient:
                 return payload
             if attempt < self.max_retries:
                 delay = min(max(0.0, delay), float(self.max_wait))
-                if time.monotonic() + delay >= end:
+                now = time.monotonic()
+                if now >= end:
+                    break
+                if now + delay >= end:
                     raise APIError(f"{where}: giving up after {attempts} attempts: the next one (in {delay:.3g} s) "
                                    f"would start past the call's deadline of {budget:.3g} s; last error {last}")
                 self.retries += 1

@@ -1,7 +1,8 @@
 """A local HTTP server speaking the OpenAI chat-completions and Anthropic Messages wire formats.
 
 Each request pops the next action from a script: a reply string, an HTTP status (429, 500, 401...),
-("slow", reply), ("refusal", ""), or ("raw", bytes) for a body that is not JSON.
+("slow", reply), ("refusal", ""), ("raw", bytes) for a body that is not JSON, or ("json", payload) for a
+whole JSON answer of any shape (malformed replies).
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ class FakeLLM:
                     return self._send(action, json.dumps(err).encode(), [("retry-after", "0"), ("retry-after-ms", "10")])
                 if isinstance(action, tuple) and action[0] == "raw":
                     return self._send(200, action[1])
+                if isinstance(action, tuple) and action[0] == "json":
+                    return self._send(200, json.dumps(action[1]).encode())
                 refusal = isinstance(action, tuple) and action[0] == "refusal"
                 text = "" if refusal else action
                 if self.path.endswith("/messages"):
@@ -64,7 +67,8 @@ class FakeLLM:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self):
         self.httpd.shutdown()
+        self.httpd.server_close()
