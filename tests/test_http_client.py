@@ -316,3 +316,12 @@ def golden():
     from ragtune.golden import GoldenItem
     from tests.helpers import QUESTIONS
     return GoldenSet([GoldenItem(i, q, {a: 1.0 for a in rel}) for i, q, rel in QUESTIONS], source="questions")
+
+
+def test_milvus_uri_messages_are_redacted():
+    from ragtune import ConfigError
+    from ragtune.engines.milvus import check_uri
+
+    with pytest.raises(ConfigError) as e:
+        check_uri("ftp://admin:pw123@milvus:19530?token=t0k")
+    assert "pw123" not in str(e.value) and "t0k" not in str(e.value) and "***@milvus" in str(e.value)

@@ -40,6 +40,7 @@ import numpy as np
 
 from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, EngineError, MissingDependencyError, RagtuneError
+from ..http import redact_url
 from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
 
@@ -79,7 +80,8 @@ def check_uri(uri: Any) -> str:
                           "(--milvus-uri ./index.db) or a server such as http://localhost:19530")
     if uri.startswith(("http://", "https://", "tcp://", "unix:")) or uri.endswith(".db"):
         return uri
-    raise ConfigError(f"milvus_uri {uri!r} is neither a Milvus Lite file (a path ending in .db, e.g. ./index.db) "
+    raise ConfigError(f"milvus_uri {redact_url(uri)!r} is neither a Milvus Lite file (a path ending in .db, e.g. "
+                      "./index.db) "
                       "nor a server address (http://host:19530, https://..., tcp://...)")
 
 
@@ -179,7 +181,7 @@ def connect(uri: str, token: str | None = None):
                 hint = ("another process may hold this Milvus Lite file (one process per file: serve it with "
                         "`milvus-lite server --data-dir D --port P` and use http://127.0.0.1:P)" if uri.endswith(".db")
                         else "check the address, that the server runs, and the token (MILVUS_TOKEN)")
-                raise MilvusError(f"cannot connect to Milvus at {uri}: {e}; {hint}") from None
+                raise MilvusError(f"cannot connect to Milvus at {redact_url(uri)}: {e}; {hint}") from None
             _CLIENTS[key] = client
         return client
 
@@ -531,7 +533,7 @@ class MilvusRetriever:
         self._analyzer = Analyzer(config.stemmer, config.stopwords) if self.mode != "dense" else None
         self._known = (set().union(*(chunk_fields(c).keys() for c in self.chunks)) if self.chunks else None)
         self._exprs: dict[str, str | None] = {}
-        self.config = {"engine": "milvus", "uri": uri, "collection": collection, **config.to_dict()}
+        self.config = {"engine": "milvus", "uri": redact_url(uri), "collection": collection, **config.to_dict()}
         self.config.pop("milvus_uri", None)
         if self.mode != "bm25" and embedder is None:
             raise ConfigError(f"{self.name} needs the pipeline's embedder for query vectors")

@@ -20,6 +20,7 @@ import numpy as np
 
 from ..engines import engine_of
 from ..errors import StoreError
+from ..http import redact_url
 from ..types import Chunk
 
 __all__ = ["is_milvus", "store_prefix", "build_collection", "point_alias", "drop_version", "open_current"]
@@ -86,7 +87,8 @@ def point_alias(root, vid: str, engine: Mapping[str, Any]) -> None:
     client = _client(engine)
     coll, alias = engine["collection"], engine["alias"]
     if not client.has_collection(coll):
-        raise StoreError(f"version {vid} in {root}: its Milvus collection {coll!r} is gone from {engine['uri']}; "
+        raise StoreError(f"version {vid} in {root}: its Milvus collection {coll!r} is gone from "
+                         f"{redact_url(engine['uri'])}; "
                          f"rebuild with `ragtune index build --store {root} --corpus PATH`")
     try:
         client.load_collection(coll)
