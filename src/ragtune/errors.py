@@ -111,7 +111,11 @@ class CurrentMovedError(StoreError):
 
 
 class APIError(RagtuneError, ConnectionError):
-    """A remote API failed after retries, or answered something unusable."""
+    """A remote API failed after retries, or answered something unusable: the upstream failure of an outside
+    search endpoint, an LLM or an embeddings server (a server maps it to 502). ``status``: the HTTP status the
+    server answered (401, 404...), None when there was none (timeout, refused redirect, unreadable answer)."""
+
+    status: int | None = None
 
 
 class EngineError(RagtuneError, RuntimeError):
