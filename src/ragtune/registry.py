@@ -229,7 +229,8 @@ class Registry:
 
 
 # Each stage, with the modules that register its built-in entries (imported on first lookup).
-CHUNKERS = Registry("chunker", "ragtune.chunkers", ("ragtune.chunking",))
+CHUNKERS = Registry("chunker", "ragtune.chunkers", tuple(f"ragtune.chunking.{m}" for m in (
+    "fixed", "recursive", "markdown", "semantic", "small_to_big", "section", "document")))
 RETRIEVERS = Registry("retriever", "ragtune.retrievers",
                       ("ragtune.retrieve.bm25", "ragtune.retrieve.dense", "ragtune.retrieve.fusion",
                        "ragtune.engines.milvus"))

@@ -31,18 +31,18 @@ def _openai_chat(model: str | None, **_: Any) -> Generator:
 def _register() -> None:
     from ..registry import GENERATORS, JUDGES
 
-    if "extractive" in GENERATORS._entries:
-        return
-    GENERATORS.register("extractive", None, lambda _arg, **_: ExtractiveGenerator(),
+    GENERATORS.register("extractive", None, lambda _arg, **_: ExtractiveGenerator(), replace=True,
                         summary="offline: quotes the best-matching context sentences, cited (a baseline)")
-    GENERATORS.register("anthropic", None, _anthropic, argument="optional", summary="Anthropic Messages API")
-    GENERATORS.register("openai", None, _openai_chat, argument="required",
+    GENERATORS.register("anthropic", None, _anthropic, argument="optional", summary="Anthropic Messages API",
+                        calls_llm=True, replace=True)
+    GENERATORS.register("openai", None, _openai_chat, argument="required", calls_llm=True, replace=True,
                         summary="any OpenAI-compatible chat completions server")
-    JUDGES.register("heuristic", None, lambda _arg, **_: HeuristicJudge(),
+    JUDGES.register("heuristic", None, lambda _arg, **_: HeuristicJudge(), replace=True,
                     summary="offline: citation coverage, validity and lexical support (a heuristic)")
     for kind in ("openai", "anthropic"):
         JUDGES.register(kind, None, lambda model, _kind=kind, **options: LLMJudge(_kind, model, **options),
-                        argument="required", summary=f"an LLM judge through the {kind} API")
+                        argument="required", summary=f"an LLM judge through the {kind} API", calls_llm=True,
+                        replace=True)
 
 
 _register()

@@ -29,8 +29,10 @@ def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge:
     """
     from .base import build_prompt
 
-    llm_gen = generator != "extractive"
-    llm_judge = judge != "heuristic"
+    from ..registry import GENERATORS, JUDGES
+
+    llm_gen = GENERATORS.get(generator).calls_llm
+    llm_judge = JUDGES.get(judge).calls_llm
     prompt_tokens = 0
     for item in golden:
         ranking = run_search(retriever, item.q, k, filters)
@@ -59,12 +61,13 @@ def answer_golden(
 ) -> dict[str, Any]:
     """Answer and judge every golden question (:func:`evaluate_answers`) with the generator and judge named; with
     ``dry_run``, only :func:`estimate_answer_cost` (under the key ``estimate``): no LLM is called."""
+    from ..registry import JUDGES
     from . import make_generator, make_judge
 
     if dry_run:
         return {"estimate": estimate_answer_cost(retriever, golden, generator=generator, judge=judge, k=answer_k,
                                                  filters=filters, price_in=price_in, price_out=price_out)}
-    jdg = make_judge(judge, **({"price_in": price_in, "price_out": price_out} if judge != "heuristic" else {}))
+    jdg = make_judge(judge, **({"price_in": price_in, "price_out": price_out} if JUDGES.get(judge).calls_llm else {}))
     return evaluate_answers(retriever, golden, corpus, make_generator(generator), judge=jdg, k=answer_k,
                             gate=ConfidenceGate(gate) if gate is not None else "cv", filters=filters,
                             show_progress=show_progress)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from .base import Chunker, SizedConfig, chunk_corpus, chunk_documents, make_chunk, prefix_for
-from .document import DocumentChunker, DocumentChunkerConfig
-from .fixed import FixedChunker, FixedChunkerConfig
-from .markdown import MarkdownChunker, MarkdownChunkerConfig
-from .recursive import RecursiveChunker, RecursiveChunkerConfig
-from .section import SectionChunker, SectionChunkerConfig
-from .semantic import SemanticChunker, SemanticChunkerConfig
-from .small_to_big import SmallToBigChunker, SmallToBigChunkerConfig
+# each module registers its chunker on import; this order is the order names are listed in (help, errors)
+from .fixed import FixedChunker, FixedChunkerConfig  # isort: skip
+from .recursive import RecursiveChunker, RecursiveChunkerConfig  # isort: skip
+from .markdown import MarkdownChunker, MarkdownChunkerConfig  # isort: skip
+from .semantic import SemanticChunker, SemanticChunkerConfig  # isort: skip
+from .small_to_big import SmallToBigChunker, SmallToBigChunkerConfig  # isort: skip
+from .section import SectionChunker, SectionChunkerConfig  # isort: skip
+from .document import DocumentChunker, DocumentChunkerConfig  # isort: skip
 from .tokens import get_tokenizer
 
 __all__ = [
@@ -40,20 +41,7 @@ __all__ = [
     "prefix_for",
 ]
 
-from ..registry import CHUNKERS
-
-for _name, _config, _cls, _summary in (
-    ("fixed", FixedChunkerConfig, FixedChunker, "token windows with overlap"),
-    ("recursive", RecursiveChunkerConfig, RecursiveChunker, "split on headings, paragraphs, lines, sentences"),
-    ("markdown", MarkdownChunkerConfig, MarkdownChunker, "heading-aware; tables and code blocks atomic"),
-    ("semantic", SemanticChunkerConfig, SemanticChunker, "cut where neighbouring sentences diverge"),
-    ("small_to_big", SmallToBigChunkerConfig, SmallToBigChunker, "search small children, return their parent"),
-    ("section", SectionChunkerConfig, SectionChunker, "one chunk per heading section"),
-    ("document", DocumentChunkerConfig, DocumentChunker, "one chunk per document"),
-):
-    if _name not in CHUNKERS._entries:
-        CHUNKERS.register(_name, _config, _cls, summary=_summary, uses_embedder=_name == "semantic",
-                          fixed=("overlap",) if _name == "semantic" else ())
+from ..registry import CHUNKERS  # noqa: E402 - each chunker module registers itself
 
 
 def make_chunker(name: str, **options: Any) -> Chunker:

@@ -37,3 +37,8 @@ class DocumentChunker:
             return []
         tokens = len(RegexTokenizer().spans(document.text[a:b]))
         return [make_chunk(document, a, b, prefix=self.config.prefix, tokens=tokens)]
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("document", DocumentChunkerConfig, DocumentChunker, summary="one chunk per document", replace=True)

@@ -27,3 +27,8 @@ class FixedChunker:
         ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
         spans = windows(ts, 0, len(document.text), cfg.size, cfg.overlap)
         return emit(document, spans, ts, prefix=cfg.prefix)
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("fixed", FixedChunkerConfig, FixedChunker, summary="token windows with overlap", replace=True)

@@ -220,3 +220,8 @@ class MarkdownChunker:
             out.append(piece)
             group = (section, section) if whole and section is not None else None
         return out
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("markdown", MarkdownChunkerConfig, MarkdownChunker, summary="heading-aware; tables and code blocks atomic", replace=True)

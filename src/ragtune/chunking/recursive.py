@@ -76,3 +76,8 @@ class RecursiveChunker:
             return emit(document, [(0, n)], ts, prefix=cfg.prefix)
         pieces = split_recursive(ts, 0, n, cfg.size - cfg.overlap)
         return emit(document, apply_overlap(ts, pieces, cfg.overlap), ts, prefix=cfg.prefix)
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("recursive", RecursiveChunkerConfig, RecursiveChunker, summary="split on headings, paragraphs, lines, sentences", replace=True)

@@ -49,3 +49,8 @@ class SectionChunker:
                 tokens = len(RegexTokenizer().spans(text[a:b]))
                 chunks.append(make_chunk(document, a, b, prefix=self.config.prefix, tokens=tokens))
         return chunks
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("section", SectionChunkerConfig, SectionChunker, summary="one chunk per heading section", replace=True)

@@ -97,3 +97,8 @@ class SemanticChunker:
             cur_e = e
         spans.append((cur_s, cur_e))
         return emit(document, spans, ts, prefix=cfg.prefix)
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("semantic", SemanticChunkerConfig, SemanticChunker, summary="cut where neighbouring sentences diverge", uses_embedder=True, fixed=("overlap",), replace=True)

@@ -69,3 +69,8 @@ class SmallToBigChunker:
 
     def chunk(self, document: Document) -> list[Chunk]:
         return self.chunk_with_parents(document)[1]
+
+
+from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined
+
+CHUNKERS.register("small_to_big", SmallToBigChunkerConfig, SmallToBigChunker, summary="search small children, return their parent", replace=True)

@@ -10,6 +10,7 @@ from ..evaluate.evaluate import _finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
 from ..golden import load_golden
+from ..registry import RERANKERS
 from .options import add_flags, kwargs
 from ..pipeline import compare_candidates, first_stage_check, run_eval
 from .render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
@@ -22,7 +23,7 @@ def cmd_eval(args) -> int:
         return cmd_eval_external(args)
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
     pipeline = load_pipeline(args)
-    if args.dry_run and args.rerank == "llm":  # what the LLM reranker would cost; nothing is sent
+    if args.dry_run and args.rerank and RERANKERS.get(args.rerank).calls_llm:  # its cost estimate; nothing is sent
         from ..retrieve.llm_rerank import estimate_llm_rerank
 
         est = estimate_llm_rerank(pipeline, golden, filters=flt)

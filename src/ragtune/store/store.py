@@ -209,11 +209,19 @@ def _manifest_problem(m: Any) -> str | None:
     return None  # the config itself is validated when the version is loaded
 
 
+def _embeds(retriever: Any) -> bool:
+    """Whether a manifest's retriever embeds chunks (its registry entry uses the embedder); a name no longer
+    registered counts as not embedding."""
+    from ..registry import RETRIEVERS
+
+    return isinstance(retriever, str) and retriever in RETRIEVERS and RETRIEVERS.get(retriever).uses_embedder
+
+
 def _files_problem(path: Path, m: Mapping[str, Any], *, hashes: bool) -> str | None:
     """The first missing or damaged file of a version with a well-formed manifest, or None."""
     files = m.get("files")
     if files is None:  # written before checksums were recorded: the files a version cannot do without
-        uses_vectors = m["config"].get("retriever") in ("dense", "hybrid")
+        uses_vectors = _embeds(m["config"].get("retriever"))
         needed = ["documents.jsonl", "chunks.jsonl"] + (["parents.jsonl"] if m.get("parents") else []) \
             + (["vectors.npy"] if uses_vectors else [])
         for name in needed:
@@ -391,7 +399,7 @@ class IndexStore:
         if data is None:
             return None
         try:
-            vid = data.decode("utf-8").strip()
+            vid = data.decode("utf-8").lstrip("\ufeff").strip()  # an editor's byte-order mark or CRLF is fine
         except UnicodeDecodeError:
             raise self._pointer_damage("CURRENT", "it is not UTF-8 text (overwritten)") from None
         if not vid:
@@ -497,7 +505,7 @@ class IndexStore:
         v = self.verify(version)
         p = v.path / "vectors.npy"
         if not p.exists():
-            if v.manifest["config"].get("retriever") in ("dense", "hybrid"):
+            if _embeds(v.manifest["config"].get("retriever")):
                 raise self._damage(v.id, "vectors.npy is missing")
             return None
         try:
@@ -529,12 +537,20 @@ class IndexStore:
                 self._held.depth = depth
             return
         lock_path = self.building_dir / ".lock"
+        not_a_file = StoreError(f"the store lock {lock_path} is not a regular file; remove it (`rm -r {lock_path}`) "
+                                "and run the command again")
         try:
             self.building_dir.mkdir(parents=True, exist_ok=True)
-            fh = open(lock_path, "a+", encoding="utf-8")
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0), 0o644)
+        except IsADirectoryError:
+            raise not_a_file from None
         except OSError as e:
             raise StoreError(f"cannot take the lock of {self.root} ({e.strerror or e}); check that the folder "
                              "is writable and the disk not full") from e
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # a FIFO or device there would block or mislead
+            os.close(fd)
+            raise not_a_file
+        fh = os.fdopen(fd, "r+", encoding="utf-8")
         try:
             wait = self.lock_timeout if timeout is None else timeout
             start = time.monotonic()
@@ -890,8 +906,11 @@ def _holder_record() -> dict[str, Any]:
 def _lock_holder(path: Path) -> dict[str, Any]:
     """What the lock file says about its holder ({} when it says nothing usable)."""
     try:
-        with open(path, "rb") as f:
-            data = json.loads(f.read(4096).decode("utf-8"))
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            data = json.loads(os.read(fd, 4096).decode("utf-8")) if stat.S_ISREG(os.fstat(fd).st_mode) else None
+        finally:
+            os.close(fd)
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict) or not isinstance(data.get("pid"), int) or data["pid"] <= 0:
