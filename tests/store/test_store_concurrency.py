@@ -228,3 +228,25 @@ def test_a_bad_lock_timeout_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("RAGTUNE_LOCK_TIMEOUT", "soon")
     with pytest.raises(ConfigError, match="RAGTUNE_LOCK_TIMEOUT='soon': expected a number of seconds"):
         IndexStore(tmp_path)
+
+
+@pytest.mark.parametrize("form", ["folder", "fifo", "garbage"])
+def test_a_damaged_lock_file_is_refused_or_rewritten_never_a_hang(corpus_dir, tmp_path, form):
+    store = _two_versions(tmp_path, corpus_dir)
+    lock = store.building_dir / ".lock"
+    lock.unlink()
+    if form == "folder":
+        lock.mkdir()
+    elif form == "fifo":
+        os.mkfifo(lock)
+    else:
+        lock.write_bytes(b"\xff" * 100_000)
+    if form == "garbage":  # not JSON: the next holder rewrites it
+        assert store.promote("v0001").id == "v0001"
+        assert json.loads(lock.read_text())["pid"] == os.getpid()
+        return
+    from ragtune.errors import StoreError
+
+    with pytest.raises(StoreError, match=rf"the store lock {lock} is not a regular file; remove it"):
+        store.promote("v0001")
+    assert store.current_id() == "v0002"

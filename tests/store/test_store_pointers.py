@@ -179,3 +179,8 @@ def test_a_build_into_a_store_with_a_damaged_current_is_kept_unpromoted(store, c
     assert v.id == "v0004" and "v0004 was built but not promoted" in capsys.readouterr().err
     store.promote("v0004")
     assert store.current_id() == "v0004"
+
+
+def test_a_hand_written_current_with_a_byte_order_mark_or_crlf_is_read(store):
+    (store.root / "CURRENT").write_bytes("\ufeffv0001\r\n".encode("utf-8"))
+    assert store.current_id() == "v0001" and store.get().id == "v0001"
