@@ -131,10 +131,11 @@ def _good(h, body):
           else EMBEDDINGS if path.endswith("/embeddings") else CHAT)
 
 
+@pytest.mark.parametrize("code", [302, 307])
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_redirect_to_another_port_is_refused_and_the_credential_never_sent(kind, servers, monkeypatch):
+def test_a_redirect_to_another_port_is_refused_and_the_credential_never_sent(kind, code, servers, monkeypatch):
     other = servers(_good)
-    first = servers(redirect(lambda: other.url + "/elsewhere", 307))
+    first = servers(redirect(lambda: other.url + "/elsewhere", code))
     t0 = time.monotonic()
     with pytest.raises(APIError) as e:
         _call(kind, first.url, monkeypatch)
