@@ -4,6 +4,7 @@
     python bench/load.py --corpus ... --clients 32 --seconds 40 --lock-log 30   # fault: the log locked 30 s
     python bench/load.py --corpus ... --clients 32 --seconds 20 --engine milvus   # the index in Milvus Lite
     python bench/load.py --corpus ... --clients 32 --seconds 20 --workers 2   # two server processes
+    python bench/load.py --corpus ... --clients 32 --seconds 30 --idle-sockets 1100   # a slowloris, 1,024 files
 
 With ``--engine milvus`` the store's version lives in a ``milvus-lite server`` started on loopback for the run
 (one Lite file serves several processes only through its server): the builder and the server reach it by URI.
@@ -12,7 +13,14 @@ Builds a store (BM25 over markdown chunks by default) in a temporary folder, sta
 subprocess on 127.0.0.1, then runs ``--clients`` threads, each sending /search and /answer requests
 (alternating, questions from a golden set or built-in ones) until ``--seconds`` have passed, while one more
 thread times GET /health every 100 ms. Reports throughput, p50/p95/p99 latency and errors per endpoint, the
-/health latencies, and the server's telemetry counters. With ``--lock-log S``, another connection holds an
+/health latencies, and the server's telemetry counters. With ``--idle-sockets N``, N more connections are
+opened before the clients start and held for the whole run, half of them sending part of a request head and
+never finishing it, each one the server closes opened again, up to ``--idle-reopen`` a second (a slowloris
+that keeps up the pressure), against
+a server whose soft open-file limit is ``--server-nofile`` (1,024 by default in this mode): the figures add how
+many were held, how many reopened, the most descriptors the server held, and the bytes it wrote to stderr;
+the run fails unless every search succeeded and /health stayed under 100 ms at p95. With ``--lock-log S``,
+another connection holds an
 exclusive lock on the telemetry log for S seconds from 2 s into the run (as a retention DELETE would), and
 the /health and /search figures during the lock are reported apart. Traffic goes to 127.0.0.1 only and stops
 by itself; the temporary folder is removed at the end.
@@ -23,6 +31,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import select
 import shutil
 import socket
 import sqlite3
@@ -59,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="hold an exclusive lock on the telemetry log this long, from 2 s into the run")
     ap.add_argument("--engine", default="embedded", choices=["embedded", "milvus"])
     ap.add_argument("--workers", type=int, default=1, help="server processes (ragtune serve --workers)")
+    ap.add_argument("--idle-sockets", type=int, default=0, dest="idle_sockets", metavar="N",
+                    help="hold N idle connections (half with an unfinished head) open through the run, reopening "
+                         "the ones the server closes")
+    ap.add_argument("--server-nofile", type=int, default=None, dest="server_nofile", metavar="N",
+                    help="the server's soft open-file limit (default 1024 with --idle-sockets, else inherited)")
+    ap.add_argument("--idle-reopen", type=float, default=100, dest="idle_reopen", metavar="PER_S",
+                    help="with --idle-sockets, reopen at most this many closed idle sockets per second (default 100)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
 
@@ -121,8 +138,23 @@ def serve(args, questions, work: Path, store) -> int:
     env.pop("RAGTUNE_API_KEY", None)
     log_path = store.root / "telemetry.sqlite"
     server_err = open(work / "server.err", "w+")
+    nofile = args.server_nofile or (1024 if args.idle_sockets else None)
+
+    def limit_files():  # in the server process only
+        if nofile:
+            _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+            resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, hard))
+
+    if args.idle_sockets:  # this process holds the idle sockets and the clients' connections
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = args.idle_sockets + args.clients + 512
+        if soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (want if hard == resource.RLIM_INFINITY else min(want, hard),
+                                                        hard))
     server = subprocess.Popen([sys.executable, "-m", "ragtune", "serve", "--store", str(store.root), "--port", str(port),
-                               "--workers", str(args.workers)], env=env, stderr=server_err, text=True)
+                               "--workers", str(args.workers)], env=env, stderr=server_err, text=True,
+                              preexec_fn=limit_files)
+    args.nofile = nofile
     try:
         return drive(args, questions, server, server_err, port, log_path)
     finally:
@@ -198,16 +230,87 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
         db.execute("COMMIT")
         db.close()
 
+    idle = {"held_min": None, "held_max": 0, "opened": 0, "reopened": 0, "open_failed": 0, "server_fds_max": 0}
+    idle_socks: list[socket.socket] = []
+
+    def open_idle(i: int) -> socket.socket | None:
+        try:
+            s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        except OSError:
+            idle["open_failed"] += 1
+            return None
+        if i % 2:
+            try:
+                s.sendall(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")  # a head never finished
+            except OSError:
+                pass
+        idle["opened"] += 1
+        return s
+
+    def server_fds() -> int:
+        pids, n = [server.pid], 0
+        try:
+            with open(f"/proc/{server.pid}/task/{server.pid}/children") as f:
+                pids += [int(p) for p in f.read().split()]
+        except OSError:
+            pass
+        for pid in pids:
+            try:
+                n += len(os.listdir(f"/proc/{pid}/fd"))
+            except OSError:
+                pass
+        return n
+
+    def hold_idle() -> None:  # keep args.idle_sockets open: reopen each one the server closes
+        poller = select.poll()  # not select(): these descriptors go past FD_SETSIZE (1024)
+        by_fd = {}
+        for s in idle_socks:
+            poller.register(s, select.POLLIN)
+            by_fd[s.fileno()] = s
+        while time.time() < end:
+            for fd, _ in poller.poll(50):  # a 408 or the close: either way the server let it go
+                s = by_fd.pop(fd, None)
+                if s is not None:
+                    poller.unregister(fd)
+                    idle_socks.remove(s)
+                    s.close()
+            budget = int(args.idle_reopen * 0.05) + 1  # reopen at most --idle-reopen per second
+            while len(idle_socks) < args.idle_sockets and time.time() < end and budget > 0:
+                budget -= 1
+                s = open_idle(idle["opened"])
+                if s is None:
+                    break
+                idle_socks.append(s)
+                poller.register(s, select.POLLIN)
+                by_fd[s.fileno()] = s
+                idle["reopened"] += 1
+            held = len(idle_socks)
+            idle["held_min"] = held if idle["held_min"] is None else min(idle["held_min"], held)
+            idle["held_max"] = max(idle["held_max"], held)
+            idle["server_fds_max"] = max(idle["server_fds_max"], server_fds())
+
+    if args.idle_sockets:
+        for i in range(args.idle_sockets):
+            s = open_idle(i)
+            if s is not None:
+                idle_socks.append(s)
+        idle["held_at_start"] = len(idle_socks)
+        start = time.time()  # the clients' run starts now, with the sockets held
+        end = start + args.seconds
     threads = [threading.Thread(target=client, args=(c,)) for c in range(args.clients)]
     threads.append(threading.Thread(target=health))
     if args.lock_log:
         threads.append(threading.Thread(target=hold_lock))
+    if args.idle_sockets:
+        threads.append(threading.Thread(target=hold_idle))
     t0 = time.perf_counter()
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     wall = time.perf_counter() - t0
+    for s in idle_socks:
+        s.close()
     time.sleep(1)  # let the writer catch up before reading its counters
     try:
         with urllib.request.urlopen(url + "/versions", timeout=10) as r:
@@ -237,10 +340,18 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     figures["telemetry"] = telemetry
     figures["total_per_s"] = sum(len(results[p]) for p in ("/search", "/answer")) / wall
     figures["errors"] = sum(errors.values())
+    ok = figures["errors"] == 0
+    if args.idle_sockets:
+        server_err.flush()
+        p95 = figures["/health"]["p95_ms"]
+        passed = errors["/search"] == 0 and errors["/health"] == 0 and p95 is not None and p95 < 100
+        figures["idle_sockets"] = {"asked": args.idle_sockets, "server_nofile": args.nofile, **idle,
+                                   "server_stderr_bytes": os.path.getsize(server_err.name), "passed": passed}
+        ok = ok and passed
     print(json.dumps(figures, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
-    return 0 if figures["errors"] == 0 else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

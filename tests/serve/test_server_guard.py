@@ -297,7 +297,7 @@ def test_a_fifo_or_a_folder_is_refused_as_the_log(store, tmp_path):
     fifo = tmp_path / "log.fifo"
     os.mkfifo(fifo)
     for path, kind in ((fifo, "FIFO"), (tmp_path, "folder")):
-        with pytest.raises(TelemetryError, match=f"is a {kind}.*not a regular file"):
+        with pytest.raises(TelemetryError, match=f"it is a {kind}.*not a regular file"):
             _bounded(lambda: TelemetryLog(path), 5, fifo)
         err = io.StringIO()
         assert _bounded(lambda: log_answer(path, stderr=err, query="q", outcome="answered", retrieved=[]), 5,

@@ -14,8 +14,11 @@ failed ``accept()`` (tens of MB in seconds). :class:`GuardedH11Protocol` adds:
   ``min(--max-connections, soft RLIMIT_NOFILE - reserve)`` open connections. A connection beyond the cap
   closes the connection that has waited longest without a request in progress, so a new client (a ``/health``
   probe) is always served before idle sockets; when every connection has a request in progress, the new one
-  gets 503 and is closed. The listen backlog (which bounds how many connections asyncio accepts in one go) is
-  kept small and counted in the reserve, so the process never reaches its file limit through connections;
+  gets 503 and is closed. asyncio accepts at most ``backlog`` connections in one event-loop tick (uvicorn's
+  ``backlog``), kept small and counted in the reserve, so the process never reaches its file limit through
+  connections; the kernel's queue of connections waiting to be accepted is then raised to
+  :data:`LISTEN_BACKLOG` (``listen()`` again on the listening socket), so a burst of clients waits in the queue
+  instead of having its SYNs dropped (a 1 s retransmit);
 - **log dedupe**: the event loop's exception handler and the ``uvicorn.error`` logger print one line per kind
   of problem at most every ``report_every`` seconds, with the count of the ones left out (no traceback for a
   failed ``accept()``).
@@ -27,9 +30,11 @@ per process.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import json
 import logging
 import os
+import socket
 import sys
 import threading
 import time
@@ -45,6 +50,7 @@ LIMITS_ENV = "RAGTUNE_SERVE_LIMITS"
 DEFAULT_REQUEST_TIMEOUT = 10.0
 DEFAULT_MAX_CONNECTIONS = 2048
 KEEP_ALIVE_S = 5  # uvicorn's timeout_keep_alive: a silent connection after a response is closed this soon
+LISTEN_BACKLOG = 2048  # the kernel's accept queue (capped by net.core.somaxconn)
 REPORT_EVERY_S = 30.0
 
 
@@ -227,6 +233,27 @@ def install_loop_guard(loop: asyncio.AbstractEventLoop | None = None) -> None:
 
 
 _open_protocols: set = set()  # weak enough: every protocol removes itself in connection_lost
+_relistened: set[int] = set()
+
+
+def _raise_listen_backlog(transport: asyncio.BaseTransport) -> None:
+    """``listen(LISTEN_BACKLOG)`` again on the socket ``transport`` was accepted from, once per listening socket:
+    asyncio used uvicorn's small backlog both for the kernel queue and for its accepts per tick; only the
+    second needs to be small. Nothing happens where the transport does not name its server."""
+    server = getattr(transport, "_server", None)
+    for ts in (getattr(server, "sockets", None) or ()):
+        try:
+            fd = ts.fileno()
+            if fd < 0 or fd in _relistened:
+                continue
+            _relistened.add(fd)
+            dup = socket.socket(fileno=os.dup(fd))
+            try:
+                dup.listen(LISTEN_BACKLOG)
+            finally:
+                dup.close()
+        except OSError:
+            pass
 
 
 def _raw_response(status: int, reason: str, detail: str, extra: bytes = b"") -> bytes:
@@ -268,6 +295,8 @@ class GuardedH11Protocol(H11Protocol):  # type: ignore[misc,valid-type]
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         _open_protocols.add(self)
+        if not _relistened:
+            _raise_listen_backlog(transport)
         self._arm()
         over = len(self.connections) - self._limits.max_connections
         if over > 0:
@@ -286,12 +315,12 @@ class GuardedH11Protocol(H11Protocol):  # type: ignore[misc,valid-type]
             self._arm()  # the next request has its own deadline
 
     def _make_room(self, over: int) -> None:
-        idle = sorted((p for p in self.connections
-                       if p is not self and isinstance(p, GuardedH11Protocol) and p.transport is not None
-                       and not p.transport.is_closing() and p._waiting_for_request()),
-                      key=lambda p: p._idle_since)
+        idle = heapq.nsmallest(over, (p for p in self.connections
+                                      if p is not self and isinstance(p, GuardedH11Protocol) and p.transport is not None
+                                      and not p.transport.is_closing() and p._waiting_for_request()),
+                               key=lambda p: p._idle_since)  # one pass: `over` is 1 but for a burst
         closed = 0
-        for p in idle[:over]:
+        for p in idle:
             p._close(None)
             closed += 1
         cap = self._limits.max_connections

@@ -100,8 +100,8 @@ def _kind(mode: int) -> str:
 
 
 def _not_a_file(path: str | os.PathLike[str], mode: int) -> TelemetryError:
-    return TelemetryError(f"telemetry log {str(path)!r} is a {_kind(mode)}, not a regular file: a log is a SQLite file; "
-                          "give the path of a file (it is created if missing) with --log, or --no-log")
+    return TelemetryError(f"telemetry log {str(path)!r}: cannot open: it is a {_kind(mode)}, not a regular file; a log "
+                          "is a SQLite file: give the path of a file (it is created if missing) with --log, or --no-log")
 
 
 def check_log_path(path: str | os.PathLike[str]) -> None:
