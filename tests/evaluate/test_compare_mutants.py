@@ -332,7 +332,7 @@ def test_inputs_that_are_not_runs():
     with pytest.raises(ConfigError) as e:
         compare([a, 3])
     assert str(e.value) == ("cannot compare a int; give Run objects, evaluation results (or their to_dict()), or "
-                            "paths to eval JSON, sweep folders or TREC run files")
+                            "paths to eval JSON, sweep folders or run files (TREC, ranx JSON, JSONL)")
     with pytest.raises(ConfigError) as e:
         compare([a])
     assert str(e.value) == "compare needs at least two runs, got 1"

@@ -9,7 +9,8 @@ from ir_measures import RR, R, Success, nDCG
 
 from ragtune import ConfigError, load_corpus, load_golden
 from ragtune.errors import RagtuneError
-from ragtune.evaluate import Run, compare, load_run, load_runs
+from ragtune.evaluate import Run, compare, load_run, load_runs, regression_gate
+from ragtune.evaluate.run import score_run_file
 from tests.helpers import write_jsonl
 
 MEASURES = {"recall@5": R @ 5, "recall@10": R @ 10, "hit@5": Success @ 5, "mrr": RR, "ndcg@10": nDCG @ 10}
@@ -181,3 +182,90 @@ def test_trec_scores_match_trec_eval(tmp_path):
         for name, measure in MEASURES.items():
             assert run.scores[qid][name] == pytest.approx(values[str(measure)], abs=1e-9), (qid, name)
 
+
+
+# -- malformed run files: one clear error naming the file, the line or question, and what was expected ---------------
+
+@pytest.mark.parametrize("score, expected", [
+    ('"high"', "score must be a number, got str 'high'"), ("null", "score must be a number, got NoneType None"),
+    ("[1, 2]", "score must be a number, got list"), ('{"v": 1}', "score must be a number, got dict"),
+    ("true", "score must be a number, got bool"), ("NaN", "score must be a finite number, got nan"),
+    ("Infinity", "score must be a finite number, got inf"),
+])
+def test_ranx_json_scores_must_be_finite_numbers(tmp_path, golden, score, expected):
+    path = tmp_path / "r.json"
+    path.write_text('{"q1": {"d1": 2.0, "d2": %s}}' % score)
+    with pytest.raises(ConfigError, match=rf"r\.json: question 'q1', doc 'd2': the {expected}"):
+        Run.from_file(path, golden)
+    with pytest.raises(ConfigError, match="r.json"):
+        score_run_file(path, golden)
+
+
+@pytest.mark.parametrize("score", ["nan", "NaN", "inf", "-inf"])
+def test_trec_nan_and_infinite_scores_are_refused_with_the_line(tmp_path, golden, score):
+    # with NaN accepted the same two lines gave MRR 0.083 or 0.167 by their order in the file
+    for rows in ([("q1", "d7", 1, 2.0, "t"), ("q1", "d1", 2, score, "t")],
+                 [("q1", "d1", 1, score, "t"), ("q1", "d7", 2, 2.0, "t")]):
+        path = write_trec(tmp_path / "r.run", rows)
+        line = 2 if rows[1][3] == score else 1
+        with pytest.raises(ConfigError, match=rf"r\.run line {line}: score '{score}' is not a finite number"):
+            Run.from_file(path, golden)
+
+
+@pytest.mark.parametrize("questions, expected", [
+    ('[{"id": "q1", "retrieved": "d1 d2"}]', r"question 'q1' 'retrieved': expected a list of hits .* got str"),
+    ('[{"retrieved": []}]', "question 1 of 'questions' has no 'id'"),
+    ('[{"id": null, "retrieved": []}]', "question 1 of 'questions' has no 'id'"),
+    ('["q1"]', "question 1 of 'questions' is a str"),
+    ('[{"id": "q1", "retrieved": [7]}]', r"question 'q1' 'retrieved' hit 1: expected an object"),
+    ('[{"id": "q1", "retrieved": []}, {"id": "q1", "retrieved": []}]', "question 'q1' appears twice"),
+    ('{"q1": []}', "'questions' must be a list"),
+])
+def test_eval_json_runs_name_the_question_and_what_was_expected(tmp_path, golden, questions, expected):
+    path = tmp_path / "eval.json"
+    path.write_text('{"questions": %s}' % questions)
+    with pytest.raises(ConfigError, match=rf"eval\.json: {expected}"):
+        score_run_file(path, golden)
+
+
+@pytest.mark.parametrize("name, text, expected", [
+    ("r.jsonl", '{"id": "q1", "hits": "d1"}\n', r"r\.jsonl:1: each line needs an \"id\" and a \"hits\" list"),
+    ("r.jsonl", '{"id": "q1", "hits": ["d1"]}\n{"hits": ["d1"]}\n', r"r\.jsonl:2: each line needs"),
+    ("r.jsonl", '{"id": "q1", "hits": [3.5]}\n', r"r\.jsonl:1: question 'q1' hit 1: cannot read a hit from float"),
+    ("r.json", '{"q1": ["d1"], "q2": {"d3": 1}}', r"r\.json: not a run: question 'q2' has dict"),
+    ("r.json", '{"q1": "d1"}', r"r\.json: not a run: question 'q1' has str"),
+    ("r.json", '["d1", "d2"]', r"r\.json: not a run: expected an eval --json result"),
+    ("r.json", '{"q1": ["d1"]', r"r\.json: not JSON"),
+    ("r.run", "", r"r\.run: the run file is empty"),
+    ("r.run", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", r"r\.run line 2: question 'q1' lists doc id 'd1' more than once"),
+])
+def test_malformed_run_files_name_file_line_and_expectation(tmp_path, golden, name, text, expected):
+    path = tmp_path / name
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=expected):
+        score_run_file(path, golden)
+
+
+def test_a_jsonl_run_named_json_is_read_as_json_lines(tmp_path, golden):
+    path = tmp_path / "r.json"
+    path.write_text('{"id": "q1", "hits": ["d1", "d2"]}\n{"id": "q2", "hits": ["d3"]}\n')
+    assert score_run_file(path, golden).metrics["recall@5"] == pytest.approx(2 / 3)
+
+
+def test_not_a_regular_file_is_refused_before_reading(tmp_path, golden):
+    import os
+
+    fifo = tmp_path / "run.fifo"
+    os.mkfifo(fifo)  # reading it would block forever
+    for reader in (lambda p: score_run_file(p, golden), lambda p: Run.from_file(p, golden),
+                   lambda p: load_runs(p, golden=golden), lambda p: regression_gate(eval_dict([1]), p, golden=golden)):
+        with pytest.raises(ConfigError, match="run.fifo is a FIFO .*not a regular file"):
+            reader(fifo)
+    with pytest.raises(ConfigError, match="is a folder, not a regular file"):
+        score_run_file(tmp_path, golden)
+    if os.path.exists("/dev/null"):
+        with pytest.raises(ConfigError, match="/dev/null is a device, not a regular file"):
+            score_run_file("/dev/null", golden)
+    (tmp_path / "latin1.run").write_bytes("q1 Q0 caf\xe9 1 1.0 t\n".encode("latin-1"))
+    with pytest.raises(ConfigError, match=r"latin1\.run: not UTF-8 text"):
+        score_run_file(tmp_path / "latin1.run", golden)

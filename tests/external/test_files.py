@@ -118,3 +118,50 @@ def test_cli_export_then_eval_run(tmp_path, corpus, golden, native, capsys):
     assert main(["eval", "--endpoint", "http://127.0.0.1:9/s", "--golden", str(tmp_path / "g.jsonl"),
                  "--header", "X-Key"]) == 2
     assert "--header takes NAME=ENVVAR" in capsys.readouterr().err
+
+
+def _run_files(tmp_path, native):
+    """Every kind of file `eval --run` reads, made from one native evaluation."""
+    out = {}
+    write_trec_run(native, tmp_path / "anchors.trec")
+    write_trec_run(native, tmp_path / "spans.trec", ids="span")
+    out["trec-anchor"], out["trec-span"] = tmp_path / "anchors.trec", tmp_path / "spans.trec"
+    for ids in ("anchor", "span"):
+        path = tmp_path / f"ranx-{ids}.json"
+        path.write_text(json.dumps(to_ranx_run(native, ids=ids)))
+        out[f"ranx-{ids}"] = path
+    hits = {q.id: [{"doc_id": h["doc_id"], "start": h["start"], "end": h["end"], "score": h["score"]}
+                   for h in q.to_dict()["retrieved"]] for q in native.questions}
+    (tmp_path / "hits.jsonl").write_text("".join(json.dumps({"id": q, "hits": h}) + "\n" for q, h in hits.items()))
+    (tmp_path / "hits.json").write_text(json.dumps({q: [f"{x['doc_id']}@{x['start']}-{x['end']}" for x in h]
+                                                    for q, h in hits.items()}))
+    out["jsonl"], out["json"] = tmp_path / "hits.jsonl", tmp_path / "hits.json"
+    bare = {"questions": [{"id": q.id, "retrieved": q.to_dict()["retrieved"]} for q in native.questions]}
+    (tmp_path / "retrieved.json").write_text(json.dumps(bare))
+    out["eval-retrieved"] = tmp_path / "retrieved.json"
+    (tmp_path / "eval.json").write_text(native.to_json())
+    out["eval"] = tmp_path / "eval.json"
+    return out
+
+
+def test_every_file_eval_run_reads_compare_and_the_gate_read_too(tmp_path, corpus, golden, native, capsys):
+    golden.to_jsonl(tmp_path / "g.jsonl")
+    common = ["--golden", str(tmp_path / "g.jsonl"), "--corpus", str(corpus.root)]
+    (tmp_path / "native.json").write_text(native.to_json())
+    for kind, path in _run_files(tmp_path, native).items():
+        assert main(["eval", "--run", str(path), *common, "-k", "1,3,5", "--json"]) == 0, kind
+        scored = json.loads(capsys.readouterr().out)["metrics"]
+        # compare reads it (ragtune's own `export --ids span` output was refused before)
+        assert main(["compare", str(tmp_path / "native.json"), str(path), *common, "--metric", "recall@3,precision@3",
+                     "--samples", "200", "--json"]) == 0, kind
+        report = json.loads(capsys.readouterr().out)
+        other = report["systems"][1]  # named by the TREC tag, else the file's stem
+        assert other == ("ragtune" if path.suffix == ".trec" else path.stem), kind
+        rows = {(r["system"], r["metric"]): r for r in report["rows"]}
+        for m in ("recall@3", "precision@3"):
+            assert rows[(other, m)]["mean"] == pytest.approx(scored[m]), (kind, m)
+            assert scored[m] == pytest.approx(native.metrics[m]), (kind, m)
+        # and the gate takes it as the baseline
+        assert main(["eval", "--run", str(path), *common, "-k", "1,3,5", "--baseline", str(path), "--metric",
+                     "recall@3"]) == 0, kind
+        assert "regression gate PASSED" in capsys.readouterr().out, kind

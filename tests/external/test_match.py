@@ -1,10 +1,12 @@
 """Every kind of outside hit, matched to the corpus, covers what the guide says it covers."""
 
+import json
+
 import pytest
 
 from ragtune import ConfigError, GoldenSet
 from ragtune.evaluate import covers
-from ragtune.external import ExternalHit, HitMatcher, evaluate_retriever, to_hit
+from ragtune.external import ExternalHit, HitMatcher, MatchReport, evaluate_retriever, to_hit
 from ragtune.golden import GoldenItem
 
 
@@ -162,3 +164,53 @@ def test_objects_and_pairs_are_hits():
     h = to_hit(Node())
     assert (h.ident, h.kind, h.text) == ("a.md", "path", "some text")
     assert to_hit(("a.md#x", 0.5)) == ExternalHit("a.md#x", score=0.5)
+
+
+PAGES = {  # question -> what a site search answered: whole pages (no #fragment), then one section anchor
+    "q1": ["https://help.example.com/shipping", "https://help.example.com/billing/refunds"],
+    "q2": ["https://help.example.com/billing/refunds"],
+    "q3": ["https://help.example.com/billing/invoices"],
+    "q4": ["https://help.example.com/billing/refunds", "https://help.example.com/account/password#passwords"],
+    "q5": ["https://help.example.com/shipping"],
+}
+
+
+def test_whole_page_hits_are_counted_with_what_they_contributed(corpus, golden):
+    def search(query, k):
+        qid = next(i.id for i in golden if i.q == query)
+        return PAGES.get(qid, [])
+
+    common = dict(corpus=corpus, ks=(1, 5), base_url="https://help.example.com/")
+    credit = evaluate_retriever(search, golden, **common)
+    ignore = evaluate_retriever(search, golden, doc_hits="ignore", **common)
+    doc = credit.matching["doc_level"]
+    assert doc["hits"] == 6  # every hit but the one with #passwords
+    # refunds.md credited for q1 (#refunds, rank 2) and q2 (#partial-refunds, rank 1): section anchors hit only as a
+    # whole page; invoices.md for q3 is a document-level anchor, credited under either rule
+    assert doc["section_hits"] == 2 and doc["questions_credited"] == 2 and doc["questions"] == ["q1", "q2"]
+    assert doc["delta"]["recall@5"] == pytest.approx(2 / 7) and doc["delta"]["mrr"] == pytest.approx((0.5 + 1) / 7)
+    assert credit.metrics["recall@5"] - ignore.metrics["recall@5"] == pytest.approx(doc["delta"]["recall@5"])
+    q3 = next(q for q in ignore.questions if q.id == "q3")
+    assert q3.first_hit_rank == 1  # a page still covers a document-level anchor
+    assert ignore.matching["coverage"]["doc_hits"] == "ignore"
+    assert ignore.matching["doc_level"]["delta"] == doc["delta"]  # what crediting them would add
+    text = MatchReport.from_dict(credit.matching).summary()
+    assert "matched only at document level (no #fragment): 6 hit(s); 2 cover a relevant section only as the whole " \
+           "page, in the top 5 of 2 question(s); crediting them adds recall@1" in text
+    assert "--doc-hits ignore to score without" in text
+    assert "would add" in MatchReport.from_dict(ignore.matching).summary()
+
+
+def test_eval_run_doc_hits_flag_and_summary(tmp_path, corpus, golden, capsys):
+    from ragtune.cli import main
+
+    golden.to_jsonl(tmp_path / "g.jsonl")
+    (tmp_path / "pages.jsonl").write_text("".join(json.dumps({"id": q, "hits": h}) + "\n" for q, h in PAGES.items()))
+    args = ["eval", "--run", str(tmp_path / "pages.jsonl"), "--golden", str(tmp_path / "g.jsonl"), "--corpus",
+            str(corpus.root), "--base-url", "https://help.example.com/", "-k", "1,5"]
+    assert main(args) == 0
+    assert "matched only at document level (no #fragment): 6 hit(s)" in capsys.readouterr().out
+    assert main([*args, "--doc-hits", "ignore", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["matching"]["coverage"] == {"anchor_span": "own", "doc_hits": "ignore"}
+    assert data["matching"]["doc_level"]["section_hits"] == 2

@@ -304,7 +304,7 @@ class Report:
         return os.fspath(path)
 
 
-def _to_runs(runs: Any, golden: Any, corpus: Any, ks: Sequence[int]) -> list[Run]:
+def _to_runs(runs: Any, golden: Any, corpus: Any, ks: Sequence[int], options: Any = None) -> list[Run]:
     if isinstance(runs, (Run, str, os.PathLike)) or (isinstance(runs, Mapping) and "questions" in runs):
         raise ConfigError("compare takes a list (or a name -> run mapping) of at least two runs, got a single one")
 
@@ -312,11 +312,11 @@ def _to_runs(runs: Any, golden: Any, corpus: Any, ks: Sequence[int]) -> list[Run
         if isinstance(x, Run):
             return [x.renamed(name) if name else x]
         if isinstance(x, (str, os.PathLike)):
-            return load_runs(x, golden=golden, corpus=corpus, name=name, ks=ks)
+            return load_runs(x, golden=golden, corpus=corpus, name=name, ks=ks, options=options)
         if isinstance(x, Mapping) or hasattr(x, "to_dict"):
             return [Run.from_result(x, name=name or f"run{i + 1}")]
         raise ConfigError(f"cannot compare a {type(x).__name__}; give Run objects, evaluation results (or their "
-                          "to_dict()), or paths to eval JSON, sweep folders or TREC run files")
+                          "to_dict()), or paths to eval JSON, sweep folders or run files (TREC, ranx JSON, JSONL)")
 
     out: list[Run] = []
     items = runs.items() if isinstance(runs, Mapping) else ((None, x) for x in runs)
@@ -362,14 +362,18 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
             samples: Annotated[int, Opt("resamples of the randomization test and bootstraps", lo=1,
                                         hi=10_000_000)] = 10000,
             seed: Annotated[int, Opt("random seed of the resampling", lo=0)] = 0, alpha: float = 0.05,
-            power: float = 0.8, confidence: float = 0.95, corpus: Any = None, tolerance: float = 1e-9,
+            power: float = 0.8, confidence: float = 0.95, corpus: Any = None, options: Any = None,
+            tolerance: float = 1e-9,
             target_effect: float = TARGET_EFFECT) -> Report:
     r"""Compare N systems with a baseline on every metric, question by question.
 
     ``runs`` is a list of :class:`Run`, evaluation results (``EvalResult`` or its
     ``to_dict()``) or paths (eval JSON, sweep folder or results.json, which adds one
-    run per configuration, or a TREC run file scored against ``golden``, with
-    ``corpus`` when its hits are not golden anchors), or a ``{name: run}`` mapping.
+    run per configuration, or any run file ``eval --run`` reads: TREC, ranx JSON,
+    JSONL or JSON hit lists, scored against ``golden`` by :meth:`Run.from_file`, with
+    ``corpus`` when its hits are not golden anchors and ``options``, a
+    :class:`~ragtune.evaluate.match.MatchOptions`, for how hits match), or a
+    ``{name: run}`` mapping.
     Names must be unique. ``baseline`` is a name or an index, default the first run;
     ``"baseline"`` (when no run has that name) picks the baseline configuration of
     the one sweep among the inputs.
@@ -409,7 +413,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
     parsed = {m: parse_metric(m) for m in metrics}  # every name from the metric table, each @k well formed
     ks = [k for _, k in parsed.values() if k is not None]
-    run_list = _to_runs(runs, golden, corpus, ks)
+    run_list = _to_runs(runs, golden, corpus, ks, options)
     if len(run_list) < 2:
         raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
     names = [r.name for r in run_list]
