@@ -11,7 +11,7 @@ import pytest
 
 from ragtune import APIError, ConfigError, Pipeline, evaluate, load_corpus
 from ragtune.external.http import HTTPRetriever, evaluate_endpoint
-from tests.helpers import DOCS, write_files
+from tests.helpers import DOCS, QUESTIONS, write_files
 
 pytest.importorskip("jmespath")
 
@@ -185,3 +185,87 @@ def test_ragtune_serve_over_http_gives_the_metrics_of_the_store_itself(tmp_path,
         assert [r["start"] for r in a.retrieved] == [r["start"] for r in b.retrieved]
     assert direct.metrics["recall@1"] == pytest.approx(served.metrics["recall@1"])
     assert 0 < direct.metrics["precision@3"] < 1  # fixed 12-word chunks: a ranking with misses, not a trivial one
+
+
+class Hanging(BaseHTTPRequestHandler):
+    """Answers ``{"hits": [doc]}`` at once, except for queries in ``hang``: those trickle a header line every
+    0.2 s (for at most 10 s), so only a wall-clock deadline ends them."""
+
+    hang: set = set()
+
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        query = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["query"]
+        if query in self.hang:
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            stop = time.monotonic() + 10
+            try:
+                while time.monotonic() < stop:
+                    time.sleep(0.2)
+                    self.wfile.write(b"X-Wait: 1\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        body = json.dumps({"hits": [DOCS_FIRST]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+
+DOCS_FIRST = sorted(DOCS)[0]
+
+
+@pytest.fixture
+def hanging():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hanging)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/search"
+    server.shutdown()
+    server.server_close()
+
+
+def test_a_trickling_question_fails_alone_within_its_timeout(hanging, corpus, golden):
+    Hanging.hang = {golden.items[1].q}
+    t0 = time.monotonic()
+    got = evaluate_endpoint(hanging, golden, corpus=corpus, ks=KS, timeout=0.5, retries=0)
+    assert time.monotonic() - t0 < 3
+    assert got.config["failed"]["count"] == 1
+    (failed,) = got.config["failed"]["questions"]
+    assert failed["question"] == golden.items[1].id and "no complete answer within 0.5 s" in failed["error"]
+    assert len(got.questions) == len(golden) and got.config["http"]["requests"] == len(golden)
+    with pytest.raises(APIError, match="no complete answer within 0.5 s"):
+        evaluate_endpoint(hanging, golden, corpus=corpus, ks=KS, timeout=0.5, retries=0, fail_fast=True)
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_the_whole_run_has_a_deadline(hanging, corpus, golden, concurrency):
+    Hanging.hang = {i.q for i in golden.items[1:]}
+    t0 = time.monotonic()
+    got = evaluate_endpoint(hanging, golden, corpus=corpus, ks=KS, timeout=30, retries=3, run_deadline=1.0,
+                            concurrency=concurrency)
+    assert time.monotonic() - t0 < 2.5  # not 30 s per question
+    assert got.config["deadline_s"] == 1.0 and got.config["failed"]["count"] == len(golden) - 1
+    assert all("deadline" in f["error"] for f in got.config["failed"]["questions"])
+
+
+def test_eval_cli_reports_failed_questions_and_fail_fast_stops(hanging, tmp_path, golden, capsys):
+    from ragtune.cli import main
+    from tests.helpers import golden_rows, write_jsonl
+
+    Hanging.hang = {golden.items[0].q}
+    gold = write_jsonl(tmp_path / "golden.jsonl", golden_rows(QUESTIONS))
+    docs = write_files(tmp_path / "docs", DOCS)
+    args = ["eval", "--golden", str(gold), "--corpus", str(docs), "--endpoint", hanging, "--timeout", "0.3",
+            "--retries", "0", "--deadline", "20"]
+    assert main(args + ["--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["config"]["failed"]["count"] == 1 and out["config"]["failed"]["questions"][0]["question"] == \
+        golden.items[0].id
+    assert main(args) == 0
+    assert "FAILED 1 of" in capsys.readouterr().out
+    assert main(args + ["--fail-fast"]) != 0
+    assert "no complete answer within 0.3 s" in capsys.readouterr().err

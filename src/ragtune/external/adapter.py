@@ -14,7 +14,8 @@ import inspect
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
 from ..corpus.corpus import Corpus
@@ -127,6 +128,8 @@ def evaluate_retriever(
     name: str | None = None,
     config: Mapping[str, Any] | None = None,
     show_progress: bool = False,
+    deadline: float | None = None,
+    fail_fast: bool = False,
 ) -> EvalResult:
     """Evaluate a retriever ragtune did not build, on ``golden``, with ragtune's metrics.
 
@@ -139,6 +142,13 @@ def evaluate_retriever(
     once (threads for a sync retriever, tasks for an async one). Each question's call
     is timed (``latency_ms`` p50/p95); ``result.matching`` says how hits matched and
     lists the ones that did not.
+
+    A question whose call fails (an error, an unreadable answer) is reported, not fatal: it scores as
+    retrieving nothing and is listed in ``result.config["failed"]`` (``count`` and, for up to 200,
+    ``questions``: id and error). ``fail_fast`` stops at the first failure instead; a rejected key (HTTP
+    401/403) always stops, and so does a failure of every question (nothing was measured). ``deadline``
+    (seconds) bounds the whole run: questions still unanswered then are failed the same way (a running call
+    to a Python retriever is abandoned, not interrupted).
     """
     from ..evaluate.evaluate import NDCG_K, _check_ks
 
@@ -148,65 +158,146 @@ def evaluate_retriever(
     depth = max(int(depth), ks[-1], NDCG_K)
     matcher = HitMatcher(corpus, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
                          min_similarity=min_similarity)
+    if deadline is not None and not deadline > 0:
+        raise ConfigError(f"deadline must be > 0 seconds, got {deadline!r}")
     fetch, default_name = as_fetch(retriever)
     items = list(golden.items)
-    raw = _fetch_all(fetch, items, depth, concurrency, asynchronous=_is_async(retriever), show_progress=show_progress)
+    end = time.monotonic() + deadline if deadline is not None else None
+    raw, failed = _fetch_all(fetch, items, depth, concurrency, asynchronous=_is_async(retriever),
+                             show_progress=show_progress, end=end, fail_fast=fail_fast)
     rankings = {}
     for item in items:
+        if item.id in failed:
+            continue
         hits, seconds = raw[item.id]
-        rankings[item.id] = hits_to_ranking(item.q, hits, depth, matcher, question=item.id, field=field,
-                                            seconds=seconds)
+        try:
+            rankings[item.id] = hits_to_ranking(item.q, hits, depth, matcher, question=item.id, field=field,
+                                                seconds=seconds)
+        except RagtuneError as e:
+            if fail_fast:
+                raise
+            failed[item.id] = e
+    if items and len(failed) == len(items) and not all(isinstance(e, _Late) for e in failed.values()):
+        raise next(e for e in failed.values() if not isinstance(e, _Late))  # nothing measured: say why
     cfg = {"retriever": name or default_name, "external": True, "golden": golden.source, **(dict(config or {}))}
+    if deadline is not None:
+        cfg["deadline_s"] = deadline
+    cfg["failed"] = {"count": len(failed), "questions": [{"question": i.id, "error": str(failed[i.id])}
+                                                         for i in items if i.id in failed][:MAX_LISTED]}
     return evaluate_rankings(rankings, golden, matcher.scoring_corpus, ks=ks, config=cfg,
                              matching=matcher.report.to_dict())
 
 
+MAX_LISTED = 200  # failed questions listed in the result (all are counted)
+
+
+class _Late(ConfigError):
+    """A question the run's deadline left unanswered."""
+
+
+def _late(item) -> _Late:
+    return _Late(f"question {item.id!r}: no answer before the run's deadline")
+
+
+def _failure(item, e: Exception) -> RagtuneError:
+    if isinstance(e, RagtuneError):
+        return e
+    err = ConfigError(f"the retriever failed on question {item.id!r}: {type(e).__name__}: {e}")
+    err.__cause__ = e
+    return err
+
+
+def _fatal(e: BaseException) -> bool:
+    """A failure every later question would repeat: a rejected key."""
+    return getattr(e, "status", None) in (401, 403)
+
+
 def _fetch_all(fetch: Callable[[str, int], Any], items: list, depth: int, concurrency: int, *, asynchronous: bool,
-               show_progress: bool) -> dict[str, tuple[Any, float]]:
-    """Every question's raw hits and the seconds its call took, running ``concurrency`` at once."""
+               show_progress: bool, end: float | None = None,
+               fail_fast: bool = False) -> tuple[dict[str, tuple[Any, float]], dict[str, RagtuneError]]:
+    """Every question's raw hits and the seconds its call took, running ``concurrency`` at once, and the
+    questions that failed (id -> error; raised instead with ``fail_fast``, or when fatal)."""
     if asynchronous:
-        return asyncio.run(_fetch_async(fetch, items, depth, concurrency))
+        return asyncio.run(_fetch_async(fetch, items, depth, concurrency, end=end, fail_fast=fail_fast))
     lock = threading.Lock()
     out: dict[str, tuple[Any, float]] = {}
+    failed: dict[str, RagtuneError] = {}
 
     def one(item) -> None:
         t0 = time.perf_counter()
         try:
+            if end is not None and time.monotonic() >= end:
+                raise _late(item)
             hits = fetch(item.q, depth)
             if inspect.isawaitable(hits):
                 hits = asyncio.run(_await(hits))
-        except RagtuneError:
-            raise
         except Exception as e:
-            raise ConfigError(f"the retriever failed on question {item.id!r}: {type(e).__name__}: {e}") from e
+            err = _failure(item, e)
+            if fail_fast or _fatal(err):
+                raise err from (None if err is e else e)
+            with lock:
+                failed.setdefault(item.id, err)
+            return
         with lock:
-            out[item.id] = (hits, time.perf_counter() - t0)
+            if item.id not in failed:
+                out[item.id] = (hits, time.perf_counter() - t0)
 
     if concurrency == 1:
         for item in progress_iter(items, "retrieving", enabled=show_progress):
             one(item)
-        return out
-    with ThreadPoolExecutor(concurrency) as pool:
-        for f in progress_iter([pool.submit(one, item) for item in items], "retrieving", enabled=show_progress):
+        return out, failed
+    pool = ThreadPoolExecutor(concurrency)
+    futures = {pool.submit(one, item): item for item in items}
+    try:
+        left = None if end is None else max(0.0, end - time.monotonic())
+        for f in progress_iter(as_completed(futures, timeout=left), "retrieving", enabled=show_progress,
+                               total=len(futures)):
             f.result()
-    return out
+    except FuturesTimeout:
+        pass
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # a call still running past the deadline is abandoned
+    with lock:
+        for item in futures.values():
+            if item.id not in out and item.id not in failed:
+                failed[item.id] = _late(item)
+        return dict(out), dict(failed)
 
 
-async def _fetch_async(fetch: Callable[[str, int], Any], items: list, depth: int,
-                       concurrency: int) -> dict[str, tuple[Any, float]]:
+async def _fetch_async(fetch: Callable[[str, int], Any], items: list, depth: int, concurrency: int, *,
+                       end: float | None = None,
+                       fail_fast: bool = False) -> tuple[dict[str, tuple[Any, float]], dict[str, RagtuneError]]:
     gate = asyncio.Semaphore(concurrency)
+    out: dict[str, tuple[Any, float]] = {}
+    failed: dict[str, RagtuneError] = {}
 
-    async def one(item) -> tuple[str, tuple[Any, float]]:
+    async def one(item) -> None:
         async with gate:
             t0 = time.perf_counter()
             try:
                 hits = fetch(item.q, depth)
                 if inspect.isawaitable(hits):
                     hits = await hits
-            except RagtuneError:
-                raise
             except Exception as e:
-                raise ConfigError(f"the retriever failed on question {item.id!r}: {type(e).__name__}: {e}") from e
-            return item.id, (hits, time.perf_counter() - t0)
+                err = _failure(item, e)
+                if fail_fast or _fatal(err):
+                    raise err from (None if err is e else e)
+                failed[item.id] = err
+                return
+            out[item.id] = (hits, time.perf_counter() - t0)
 
-    return dict(await asyncio.gather(*(one(i) for i in items)))
+    tasks = [asyncio.ensure_future(one(i)) for i in items]
+    left = None if end is None else max(0.0, end - time.monotonic())
+    done, pending = await asyncio.wait(tasks, timeout=left, return_when=asyncio.FIRST_EXCEPTION) if tasks \
+        else (set(), set())
+    for t in pending:
+        t.cancel()
+    if pending:
+        await asyncio.gather(*pending, return_exceptions=True)
+    for t in done:
+        if not t.cancelled() and t.exception() is not None:
+            raise t.exception()  # type: ignore[misc]
+    for item in items:
+        if item.id not in out and item.id not in failed:
+            failed[item.id] = _late(item)
+    return out, failed

@@ -41,8 +41,15 @@ def evaluate_outside(
     header: Annotated[tuple[str, ...], Opt("send header NAME with the value of environment variable ENVVAR "
                                            "(repeatable; never printed)", metavar="NAME=ENVVAR")] = (),
     concurrency: Annotated[int, Opt("questions in flight at once", lo=1, hi=256)] = 1,
-    timeout: Annotated[float, Opt("seconds per request", lo=1e-3, hi=1e6)] = 30.0,
-    retries: Annotated[int, Opt("retries on 429/5xx/timeouts", lo=0, hi=20)] = 3,
+    timeout: Annotated[float, Opt("seconds per request attempt, wall clock (connect, headers and body)",
+                                  lo=1e-3, hi=1e6)] = 30.0,
+    retries: Annotated[int, Opt("retries on 429/5xx/timeouts (each question gives up after 2 x timeout + 10 s)",
+                                lo=0, hi=20)] = 3,
+    deadline: Annotated[float | None, Opt("seconds for the whole evaluation; questions not answered by then are "
+                                          "reported as failed", lo=1e-3, hi=1e7, metavar="SECONDS")] = None,
+    fail_fast: Annotated[bool, Opt("stop at the first question that fails (default: report failed questions, "
+                                   "score them as retrieving nothing, go on)")] = False,
+    max_response_mb: Annotated[float, Opt("largest endpoint answer read, in MiB", lo=1e-3, hi=1e5)] = 32.0,
     base_url: Annotated[str | None, Opt("cut off hit URLs to get corpus paths", metavar="URL")] = None,
     path_prefix: Annotated[str | None, Opt("cut off hit paths to get corpus paths", metavar="PREFIX")] = None,
     fuzzy: Annotated[bool, Opt("locate text hits exactly or normalised only")] = True,
@@ -71,7 +78,8 @@ def evaluate_outside(
                                    base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, body=body,
                                    method=http_method, hits_path=hits_path, hit_field=hit_field,
                                    headers=parse_headers(list(header)), timeout=timeout, retries=retries, filters=flt,
-                                   show_progress=True)
+                                   show_progress=True, run_deadline=deadline, fail_fast=fail_fast,
+                                   max_bytes=max(1, int(max_response_mb * 2 ** 20)))
     return result, _summary(result)
 
 
@@ -93,6 +101,14 @@ def _summary(result: EvalResult) -> str:
     if skipped:
         lines.append(f"skipped {len(skipped)} question(s) of the run that the golden set lacks: "
                      f"{', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}")
+    failed = result.config.get("failed") or {}
+    if failed.get("count"):
+        lines.append(f"FAILED {failed['count']} of {len(result.questions)} question(s), scored as retrieving "
+                     "nothing (--fail-fast stops at the first):")
+        for f in failed.get("questions", [])[:5]:
+            lines.append(f"  {f['question']}: {f['error'][:300]}")
+        if failed["count"] > 5:
+            lines.append(f"  ... and {failed['count'] - 5} more (up to 200 listed with --json)")
     http = result.config.get("http")
     if http:
         lines.append(f"HTTP requests {http['requests']}, retries {http['retries']}")
