@@ -20,7 +20,7 @@ from ragtune.pipeline import Pipeline, PipelineConfig, build_pipeline
 from ragtune.registry import CHUNKERS, EMBEDDERS, GENERATORS, JUDGES, RERANKERS, RETRIEVERS
 from ragtune.sweep import GridError, parse_grid
 from ragtune.types import Hit, Ranking
-from tests.helpers import write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 
 def test_every_stage_lists_its_builtins_and_suggests_on_typos():
@@ -154,7 +154,7 @@ def test_the_example_plugin_registers_through_its_entry_point(md_corpus, tmp_pat
     assert "overlap" in out
     with pytest.raises(SystemExit):
         main(["eval", "--help"])
-    assert "smallest share of the query's words a hit must contain (retrievers overlap)" in " ".join(
+    assert "smallest share of the query's words a hit must contain (retrievers overlap, overlap-index)" in " ".join(
         capsys.readouterr().out.split())  # the plugin's own help for its flag
     g = str(write_jsonl(tmp_path / "g.jsonl", [
         {"id": "q1", "q": "When are refunds issued?", "relevant": ["guide/billing.md#refunds"]}]))
@@ -171,3 +171,78 @@ def test_the_example_plugin_registers_through_its_entry_point(md_corpus, tmp_pat
     assert main(["search", "--store", store, "refunds issued", "--json"]) == 0
     ranking = json.loads(capsys.readouterr().out)
     assert ranking["hits"] and all(h["score"] >= 0.5 for h in ranking["hits"])
+
+
+@pytest.mark.skipif(not _plugin_installed(), reason="pip install ./examples/plugin (make test does)")
+def test_a_plugin_retriever_with_its_own_index_is_versioned_by_the_store(tmp_path):
+    """overlap-index (examples/plugin) saves an inverted index: a store builds it into the version, reopens it
+    (load, not rebuild) with the same ranking, refreshes it over changed documents and rolls back to it."""
+    from ragtune import load_corpus
+    from ragtune.pipeline import PipelineConfig, build_pipeline
+    from ragtune.store import IndexStore, build_version, load_pipeline, refresh_version
+
+    docs = tmp_path / "docs"
+    write_files(docs, {"billing.md": "# Billing\n\n## Refunds\n\nRefunds are issued within five days.\n",
+                       "faq.md": "# FAQ\n\nAsk anything about invoices.\n"})
+    config = PipelineConfig.from_flags({"chunker": "section", "retriever": "overlap-index"})
+    store = IndexStore(tmp_path / "store")
+    v1 = build_version(store, load_corpus(docs), config)
+    assert (v1.path / "index" / "overlap-index.json").is_file()
+    fresh = build_pipeline(load_corpus(docs), config)
+    loaded = load_pipeline(store)
+    assert loaded.base.loaded and not fresh.base.loaded  # reopened from the version's files, not rebuilt
+    for q in ("refunds issued", "invoices", "nothing matches zzz"):
+        assert [(h.chunk.id, h.score) for h in loaded.retriever.search(q, 5).hits] == \
+            [(h.chunk.id, h.score) for h in fresh.retriever.search(q, 5).hits]
+    # a refresh rebuilds the index over the new chunks; the old version keeps its own
+    write_files(docs, {"shipping.md": "# Shipping\n\nParcels leave the warehouse daily.\n"})
+    v2, stats = refresh_version(store, load_corpus(docs))
+    assert stats["added"] == ["shipping.md"] and store.current_id() == v2.id
+    assert [h.chunk.doc_id for h in load_pipeline(store).retriever.search("parcels warehouse", 3).hits] == ["shipping.md"]
+    store.rollback()
+    assert store.current_id() == v1.id
+    assert load_pipeline(store).retriever.search("parcels warehouse", 3).hits == ()
+    # its files are sealed with the version's: one overwritten afterwards is caught before the plugin reads it
+    (v1.path / "index" / "overlap-index.json").write_text('{"format": 1, "chunks": ["x"], "postings": {}}')
+    from ragtune.errors import StoreError
+
+    with pytest.raises(StoreError, match="index/overlap-index.json has 46 bytes"):
+        load_pipeline(store, v1.id)
+
+
+def test_a_chunker_is_one_module(tmp_path, monkeypatch):
+    """A module that registers a chunker is all it takes: flags, pipelines, evaluation and sweep grids take it."""
+    from ragtune import load_corpus, load_golden
+    from ragtune.pipeline import PipelineConfig, build_pipeline, run_eval
+    from ragtune.sweep import parse_grid
+
+    (tmp_path / "halves_chunker.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from ragtune.config import Config\n"
+        "from ragtune.chunking import make_chunk\n"
+        "from ragtune.registry import CHUNKERS\n\n"
+        "@dataclass(frozen=True)\nclass HalvesConfig(Config):\n    prefix: bool = False\n\n"
+        "class Halves:\n    name = 'halves'\n"
+        "    def __init__(self, config):\n        self.config = config\n"
+        "    def chunk(self, doc):\n"
+        "        n = len(doc.text); m = n // 2\n"
+        "        return [make_chunk(doc, a, b, prefix=self.config.prefix) for a, b in ((0, m), (m, n)) if b > a]\n\n"
+        "CHUNKERS.register('halves', HalvesConfig, Halves, summary='two halves')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    importlib.import_module("halves_chunker")
+    from ragtune.registry import CHUNKERS
+
+    try:
+        docs = write_files(tmp_path / "docs", {"a.md": "# A\n\nalpha beta gamma delta\n", "b.md": "# B\n\nzeta eta\n"})
+        g = write_jsonl(tmp_path / "g.jsonl", [{"id": "q", "q": "zeta", "relevant": ["b.md"]}])
+        config = PipelineConfig.from_flags({"chunker": "halves", "retriever": "bm25"})
+        p = build_pipeline(load_corpus(docs), config)
+        assert len(p.chunks) == 4 and {c.doc_id for c in p.chunks} == {"a.md", "b.md"}
+        assert run_eval(p, load_golden(g)).metrics["recall@5"] == 1.0
+        grid = parse_grid({"baseline": {"chunker": "section", "retriever": "bm25"},
+                           "grid": {"chunker": ["halves", "section"], "retriever": ["bm25"]}})
+        assert "halves/bm25" in {s.label.replace("-prefix", "") for s in grid.resolved("markdown").all_specs}
+    finally:
+        CHUNKERS.unregister("halves")
