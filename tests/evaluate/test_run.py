@@ -269,3 +269,9 @@ def test_not_a_regular_file_is_refused_before_reading(tmp_path, golden):
     (tmp_path / "latin1.run").write_bytes("q1 Q0 caf\xe9 1 1.0 t\n".encode("latin-1"))
     with pytest.raises(ConfigError, match=r"latin1\.run: not UTF-8 text"):
         score_run_file(tmp_path / "latin1.run", golden)
+
+
+def test_the_gate_names_a_corrupt_json_baseline(tmp_path, golden):
+    (tmp_path / "base.json").write_text('{"questions": [')
+    with pytest.raises(ConfigError, match=r"base\.json: cannot read the baseline as JSON"):
+        regression_gate(eval_dict([1]), tmp_path / "base.json", golden=golden)

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 
 from ..errors import ConfigError, CorpusNotFoundError
 from ..config import Opt
-from .run import Run
+from .run import Run, _eval_result_or_none
 from .table import parse_metric
 
 __all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS", "check_gate",
@@ -199,27 +199,53 @@ class GateReport:
         return os.fspath(path)
 
 
-def _as_run(x: Any, name: str) -> tuple[Run, Mapping[str, str]]:
-    """A run and its question texts from an EvalResult, its dict, a Run or a path to an eval JSON."""
+def _as_run(x: Any, name: str, golden: Any = None, corpus: Any = None, options: Any = None,
+            ks: Sequence[int] = ()) -> tuple[Run, Mapping[str, str]]:
+    """A run and its question texts from an EvalResult, its dict, a Run or a path: an eval JSON (its scores), or
+    any run file ``eval --run`` reads (TREC, ranx JSON, JSONL hits), scored against ``golden`` by the one run
+    reader (:meth:`Run.from_file`), with ``corpus`` and ``options`` for matching its hits."""
     if isinstance(x, Run):
         return x.renamed(name), {}
     source = None
     if isinstance(x, (str, os.PathLike)):
         p = Path(x)
-        if not p.is_file():
+        if not p.exists():
             raise CorpusNotFoundError(f"{p}: no baseline there; create it from a run you trust with "
                                       "`ragtune eval ... --baseline FILE --update-baseline`")
-        try:
-            x = json.loads(p.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, ValueError) as e:
-            raise ConfigError(f"{p}: cannot read the baseline as JSON ({e}); rewrite it with --update-baseline") \
-                from None
-        source = str(p)
+        data = _eval_result_or_none(p)
+        if data is None and p.suffix.lower() == ".json":
+            try:
+                json.loads(p.read_text(encoding="utf-8-sig"))
+            except (OSError, UnicodeDecodeError, ValueError) as e:
+                if "Extra data" not in str(e):  # (JSON Lines named .json is a run file)
+                    raise ConfigError(f"{p}: cannot read the baseline as JSON ({e}); rewrite it with "
+                                      "--update-baseline") from None
+        if data is None:  # a run file: scored as eval --run scores it
+            gold = _load(golden, "golden")
+            if gold is None:
+                raise ConfigError(f"{p}: a baseline run file (TREC, ranx JSON, JSONL hits) is scored against the "
+                                  "golden set; pass golden= (CLI: --golden), or keep an eval JSON as baseline")
+            run = Run.from_file(p, gold, corpus=_load(corpus, "corpus"), options=options, name=name, ks=ks)
+            return run, {i.id: i.q for i in gold}
+        x, source = data, str(p)
     if hasattr(x, "to_dict") and not isinstance(x, Mapping):
         x = x.to_dict()
     run = Run.from_result(x, name=name, source=source)
     texts = {str(q["id"]): str(q.get("q") or "") for q in x.get("questions", []) if isinstance(q, Mapping)}
     return run, texts
+
+
+def _load(x: Any, what: str) -> Any:
+    """A golden set or corpus given as a path is loaded (only a run-file baseline needs them)."""
+    if not isinstance(x, (str, os.PathLike)):
+        return x
+    if what == "golden":
+        from ..golden import load_golden
+
+        return load_golden(x)
+    from ..corpus import load_corpus
+
+    return load_corpus(x)
 
 
 def _pick_metrics(metrics: Sequence[str] | str | None, base: Run, cur: Run) -> tuple[str, ...]:
@@ -237,11 +263,15 @@ def _pick_metrics(metrics: Sequence[str] | str | None, base: Run, cur: Run) -> t
 
 def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, significance: float = 0.05,
                     metrics: Sequence[str] | str | None = None, test: str = "randomization",
-                    correction: str = "holm", samples: int = 10000, seed: int = 0) -> GateReport:
+                    correction: str = "holm", samples: int = 10000, seed: int = 0, golden: Any = None,
+                    corpus: Any = None, options: Any = None) -> GateReport:
     """Judge ``result`` (this run) against ``baseline`` (the committed one), metric by metric.
 
     Both are eval results (:class:`EvalResult`, its ``to_dict()``, a :class:`Run`) or, for the
-    baseline, the path of an ``eval --json`` file. They must cover the same answerable questions.
+    baseline, the path of an ``eval --json`` file or of any run file ``eval --run`` reads (TREC, ranx JSON,
+    JSONL hits), scored against ``golden`` (a golden set or its path), with ``corpus`` and ``options``
+    (:class:`~ragtune.evaluate.match.MatchOptions`) for matching its hits, exactly as ``eval --run`` scores it.
+    They must cover the same answerable questions.
     ``metrics`` default to recall@10, mrr and ndcg@10 (those both have). A metric fails when
     ``baseline - current > max_drop`` (``current - baseline`` for a metric the table marks lower-is-better,
     such as ``context_tokens@k``) and the paired ``test``'s p-value, corrected with
@@ -256,8 +286,8 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
     if not (isinstance(significance, (int, float)) and 0 < significance <= 1):
         raise ConfigError(f"significance must be in (0, 1] (0.05 is usual; 1 lets the tolerance alone decide), "
                           f"got {significance!r}")
-    base, base_texts = _as_run(baseline, "baseline")
     cur, cur_texts = _as_run(result, "current")
+    base, base_texts = _as_run(baseline, "baseline", golden, corpus, options, ks=cur.ks)
     picked = _pick_metrics(metrics, base, cur)
     try:
         report = compare([base, cur], baseline="baseline", metrics=picked, test=test, correction=correction,
@@ -321,8 +351,8 @@ def check_gate(baseline: str | None = None, update_baseline: bool = False, metri
 
 
 def ci_gate(result: Any, *,
-            baseline: Annotated[str | None, Opt("eval JSON to compare with: exit 1 when a metric really dropped",
-                                                metavar="FILE")] = None,
+            baseline: Annotated[str | None, Opt("eval JSON (or run file eval --run reads) to compare with: exit 1 "
+                                                "when a metric really dropped", metavar="FILE")] = None,
             max_drop: Annotated[float, Opt("tolerated drop in a metric's units", lo=0.0, hi=1e9)] = 0.02,
             significance: Annotated[float, Opt("a drop fails only when its corrected p is below this (1: tolerance "
                                                "alone)", lo=1e-9, hi=1.0)] = 0.05,
@@ -333,9 +363,11 @@ def ci_gate(result: Any, *,
             summary: Annotated[str | None, Opt("write the verdict as markdown (for a CI job page)",
                                                metavar="FILE")] = None,
             update_baseline: Annotated[bool, Opt("write this run to --baseline FILE and exit 0")] = False,
+            golden: Any = None, corpus: Any = None, options: Any = None,
             ) -> GateReport | None:
     """The regression gate of a CI job: with ``update_baseline``, write ``result`` as the baseline (None);
-    without a ``baseline``, None; otherwise :func:`regression_gate`'s report, also written to ``junit`` and
+    without a ``baseline``, None; otherwise :func:`regression_gate`'s report (``golden``, ``corpus`` and
+    ``options`` score a baseline that is a run file rather than an eval JSON), also written to ``junit`` and
     ``summary`` when given."""
     check_gate(baseline, update_baseline, metric)
     if update_baseline:
@@ -343,7 +375,8 @@ def ci_gate(result: Any, *,
         return None
     if baseline is None:
         return None
-    gate = regression_gate(result, baseline, max_drop=max_drop, significance=significance, metrics=metric or None)
+    gate = regression_gate(result, baseline, max_drop=max_drop, significance=significance, metrics=metric or None,
+                           golden=golden, corpus=corpus, options=options)
     for path, write in ((junit, gate.write_junit), (summary, gate.write_summary)):
         if path:
             write(path)
