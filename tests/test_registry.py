@@ -236,7 +236,7 @@ def test_a_chunker_is_one_module(tmp_path, monkeypatch):
 
     try:
         docs = write_files(tmp_path / "docs", {"a.md": "# A\n\nalpha beta gamma delta\n", "b.md": "# B\n\nzeta eta\n"})
-        g = write_jsonl(tmp_path / "g.jsonl", [{"id": "q", "q": "zeta", "relevant": ["b.md"]}])
+        g = write_jsonl(tmp_path / "g.jsonl", [{"id": "q", "q": "gamma delta", "relevant": ["a.md"]}])
         config = PipelineConfig.from_flags({"chunker": "halves", "retriever": "bm25"})
         p = build_pipeline(load_corpus(docs), config)
         assert len(p.chunks) == 4 and {c.doc_id for c in p.chunks} == {"a.md", "b.md"}
