@@ -43,12 +43,13 @@ __all__ = ["Block", "scan_blocks", "blocks_in"]
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _FENCE_OPEN_RE = re.compile(r"(`{3,}|~{3,})(.*)\Z", re.S)
 _FENCE_CLOSE_RE = re.compile(r"(`{3,}|~{3,})[ \t]*\Z")
-_ATX_RE = re.compile(r"(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z", re.S)
-_ATX_CLOSE_RE = re.compile(r"(?:^|[ \t]+)#+[ \t]*$")
 _SETEXT_RE = re.compile(r"(=+|-+)[ \t]*\Z")
 _RULE_RE = re.compile(r"(?:(?:\*[ \t]*){3,}|(?:-[ \t]*){3,}|(?:_[ \t]*){3,})\Z")
 _LIST_RE = re.compile(r"([-+*]|(\d{1,9})[.)])([ \t]+|\Z)")
-_TABLE_DELIM_RE = re.compile(r"\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*\Z")
+_DELIM_CELL_RE = re.compile(r":?-+:?\Z")
+# No pattern here may try every length of a run of spaces from every position: an ATX heading, its closing
+# '#'s and a table's delimiter row are read by the small functions below instead (the regexes they replace,
+# `(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z` and others, took O(n²) on a line with a long run of spaces).
 
 _HTML_BLOCK_TAGS = (
     "address|article|aside|base|basefont|blockquote|body|caption|center|col|colgroup|dd|details|dialog|dir|div|"
@@ -103,6 +104,32 @@ def _indent(line: str) -> tuple[int, int]:
         else:
             return cols, i
     return cols, len(line)
+
+
+def _atx(rest: str) -> tuple[int, str] | None:
+    """(level, title) of an ATX heading line (indentation removed), closing ``#`` marks removed; else None."""
+    level = len(rest) - len(rest.lstrip("#"))
+    if not 1 <= level <= 6 or (level < len(rest) and rest[level] not in " \t"):
+        return None
+    title = rest[level:].strip(" \t")
+    body = len(title.rstrip("#"))  # a closing sequence: '#'s at the end, alone or after a space
+    if body < len(title):
+        if body == 0:
+            title = ""
+        elif title[body - 1] in " \t":
+            title = title[:body]
+    return level, title.strip()
+
+
+def _is_delimiter_row(rest: str) -> bool:
+    """A GFM table delimiter row: cells like ``---``, ``:--``, ``:-:`` between optional outer pipes."""
+    row = rest.rstrip(" \t")
+    cells = row.split("|")
+    if row.startswith("|"):
+        cells = cells[1:]
+    if row.endswith("|") and cells:
+        cells = cells[:-1]
+    return bool(cells) and all(_DELIM_CELL_RE.match(c.strip(" \t")) for c in cells)
 
 
 def _cells(row: str) -> int:
@@ -213,12 +240,11 @@ def scan_blocks(text: str) -> tuple[Block, ...]:
             i = j
             continue
 
-        m = _ATX_RE.match(rest)
-        if m:
+        atx = _atx(rest)
+        if atx:
             close()
             lists = [c for c in lists if c <= cols]
-            title = _ATX_CLOSE_RE.sub("", m.group(2) or "").strip()
-            out.append(Block(s, e, "heading", [(s, e)], level=len(m.group(1)), title=title))
+            out.append(Block(s, e, "heading", [(s, e)], level=atx[0], title=atx[1]))
             i += 1
             continue
 
@@ -232,7 +258,7 @@ def scan_blocks(text: str) -> tuple[Block, ...]:
                 i += 1
                 continue
 
-        if para and "-" in rest and _TABLE_DELIM_RE.match(rest):
+        if para and "-" in rest and _is_delimiter_row(rest):
             hs, he = para[-1]
             header = text[hs:he]
             if ("|" in header or "|" in rest) and _cells(header) == _cells(rest):

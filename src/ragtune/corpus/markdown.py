@@ -11,6 +11,7 @@ by :mod:`ragtune.corpus.blocks`, the scanner the markdown chunker uses too.
 
 from __future__ import annotations
 
+import bisect
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -25,32 +26,162 @@ __all__ = ["parse_markdown", "slugify", "strip_inline_markdown", "Slugger", "Par
 
 _LINE_RE = re.compile(r"[^\n]*\n|[^\n]+\Z")
 _BLANK_RE = re.compile(r"[^\r\n]")
-_ATTR_LIST_RE = re.compile(r"[ \t]*\{[ \t]*([^{}]*?)[ \t]*\}[ \t]*$")
 _ATTR_TOKEN_RE = re.compile(r"""^(?:#[^\s#.]+|\.[^\s#.]+|[\w-]+=(?:"[^"]*"|'[^']*'|\S+))$""")
 
-_IMAGE_RE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK_RE = re.compile(r"\[([^\]]*)\]\([^)]*\)")
-_REFLINK_RE = re.compile(r"\[([^\]]*)\]\[[^\]]*\]")
-_CODE_RE = re.compile(r"`+([^`]*)`+")
-_HTML_RE = re.compile(r"<[^>\n]+>")
-_STRONG_RE = re.compile(r"(\*\*|__)(?=\S)(.+?)(?<=\S)\1")
-_EM_STAR_RE = re.compile(r"\*(?=\S)(.+?)(?<=\S)\*")
-_EM_UNDERSCORE_RE = re.compile(r"(?<!\w)_(?=\S)(.+?)(?<=\S)_(?!\w)")
-_STRIKE_RE = re.compile(r"~~(.+?)~~")
+_CODE_RE = re.compile(r"`+([^`]*)`+")  # linear: a match ends at the first backtick after its opening run
 _SLUG_DROP_RE = re.compile(r"[^\w\- ]")
+
+# Inline markdown is removed by small scanners rather than regexes like ``\*(?=\S)(.+?)(?<=\S)\*``: on
+# unclosed markers (``**a `` written 8,000 times) such a regex tries every length from every marker, O(n²)
+# (4 s for 32 kB, 200 s for one 180 kB file of headings). Each scanner below gives the regex's result
+# (tests/corpus/test_markdown.py compares them on generated text) in linear or O(n log n) time.
+
+
+def _is_space(ch: str) -> bool:
+    return ch.isspace()
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+class _Next:
+    """``find(ch, start)`` for start positions that never decrease, in linear time overall: the last answer is
+    reused while it is still at or after ``start`` (a text full of ``[`` without ``]`` is scanned once, not once
+    per ``[``)."""
+
+    __slots__ = ("text", "_cache")
+
+    def __init__(self, text: str):
+        self.text = text
+        self._cache: dict[str, int] = {}
+
+    def __call__(self, ch: str, start: int) -> int:
+        found = self._cache.get(ch)
+        if found is None or (found != -1 and found < start):
+            found = self.text.find(ch, start)
+            self._cache[ch] = found
+        return found
+
+
+def _sub_bracketed(text: str, opener: str, closer: str) -> str:
+    """``re.sub(re.escape(opener) + r"([^\\]]*)\\]" + re.escape(closer[0]) + r"[^X]*X", r"\\1", text)`` with X =
+    ``closer[1]``: links ``[text](url)``, images ``![alt](url)``, reference links ``[text][ref]``; each kept as
+    its text. Linear: the only possible end of a match is the first ``]`` and the first closing character after."""
+    open_, close = closer
+    nxt = _Next(text)
+    out: list[str] = []
+    pos = 0
+    i = text.find(opener)
+    while i != -1:
+        j = nxt("]", i + len(opener))
+        if j == -1:
+            break  # no ']' after here: no match anywhere later either
+        if j + 1 < len(text) and text[j + 1] == open_:
+            k = nxt(close, j + 2)
+            if k == -1:
+                break  # no closing character after here: no later match either
+            out.append(text[pos:i])
+            out.append(text[i + len(opener):j])
+            pos = k + 1
+            i = text.find(opener, pos)
+            continue
+        i = text.find(opener, i + 1)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _sub_html(text: str) -> str:
+    """``re.sub(r"<[^>\\n]+>", "", text)`` in linear time."""
+    nxt = _Next(text)
+    out: list[str] = []
+    pos = 0
+    i = text.find("<")
+    while i != -1:
+        gt = nxt(">", i + 1)
+        if gt == -1:
+            break
+        nl = nxt("\n", i + 1)
+        if gt > i + 1 and (nl == -1 or gt < nl):
+            out.append(text[pos:i])
+            pos = gt + 1
+            i = text.find("<", pos)
+        else:
+            i = text.find("<", i + 1)
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def _positions(text: str, delim: str) -> list[int]:
+    """Every start of ``delim`` in ``text``, overlapping ones included."""
+    found = []
+    i = text.find(delim)
+    while i != -1:
+        found.append(i)
+        i = text.find(delim, i + 1)
+    return found
+
+
+def _sub_delimited(text: str, delims: tuple[str, ...], *, flanking: bool, intraword: bool = True) -> str:
+    """Emphasis and strikethrough: for each ``delim``, ``delim(.+?)delim`` becomes its content, as
+    ``re.sub(r"(D)(?=\\S)(.+?)(?<=\\S)\\1", r"\\2", text)`` does (with ``flanking``; ``intraword=False`` adds
+    ``(?<!\\w)`` before and ``(?!\\w)`` after), in O(n log n) instead of the regex's O(n²) on unclosed markers:
+    the end of a match is the first valid closing position after its start (a bisect over positions computed
+    once), not found by trying every length."""
+    if not any(d in text for d in delims):
+        return text
+    n = len(text)
+    ends: dict[str, list[int]] = {}
+    for d in set(delims):
+        valid = []
+        for e in _positions(text, d):
+            if flanking and (e == 0 or _is_space(text[e - 1])):
+                continue
+            if not intraword and e + len(d) < n and _is_word(text[e + len(d)]):
+                continue
+            valid.append(e)
+        ends[d] = valid
+    starts = sorted({i for d in set(delims) for i in _positions(text, d)})
+    nxt = _Next(text)
+    out: list[str] = []
+    pos = 0
+    for i in starts:
+        if i < pos:
+            continue
+        d = next(x for x in delims if text.startswith(x, i))  # the regex's alternation order
+        body = i + len(d)
+        if body >= n or text[body] == "\n":
+            continue  # '.+?' needs one character, never a line break
+        if flanking and _is_space(text[body]):
+            continue
+        if not intraword and i > 0 and _is_word(text[i - 1]):
+            continue
+        cand = ends[d]
+        k = bisect.bisect_left(cand, body + 1)
+        if k == len(cand):
+            continue
+        e = cand[k]
+        nl = nxt("\n", body)
+        if nl != -1 and nl < e:
+            continue
+        out.append(text[pos:i])
+        out.append(text[body:e])
+        pos = e + len(d)
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def strip_inline_markdown(text: str) -> str:
     """Render inline markdown to plain text: links, code, emphasis and HTML tags."""
-    text = _IMAGE_RE.sub(r"\1", text)
-    text = _LINK_RE.sub(r"\1", text)
-    text = _REFLINK_RE.sub(r"\1", text)
+    text = _sub_bracketed(text, "![", "()")
+    text = _sub_bracketed(text, "[", "()")
+    text = _sub_bracketed(text, "[", "[]")
     text = _CODE_RE.sub(r"\1", text)
-    text = _HTML_RE.sub("", text)
-    text = _STRONG_RE.sub(r"\2", text)
-    text = _EM_STAR_RE.sub(r"\1", text)
-    text = _EM_UNDERSCORE_RE.sub(r"\1", text)
-    text = _STRIKE_RE.sub(r"\1", text)
+    text = _sub_html(text)
+    text = _sub_delimited(text, ("**", "__"), flanking=True)
+    text = _sub_delimited(text, ("*",), flanking=True)
+    text = _sub_delimited(text, ("_",), flanking=True, intraword=False)
+    text = _sub_delimited(text, ("~~",), flanking=False)
     return " ".join(text.split())
 
 
@@ -83,14 +214,20 @@ class Slugger:
 
 def _split_attr_list(text: str) -> tuple[str, str | None]:
     """Remove a trailing attribute list; return (text, explicit id or None)."""
-    m = _ATTR_LIST_RE.search(text)
-    if not m:
+    # what `[ \t]*\{[ \t]*([^{}]*?)[ \t]*\}[ \t]*$` found, without its O(n²) search over runs of spaces: the
+    # text ends with '}' (spaces after it aside), and the list starts at the last '{' before it
+    end = len(text[:-1] if text.endswith("\n") else text)
+    end = len(text[:end].rstrip(" \t"))
+    if end == 0 or text[end - 1] != "}":
         return text, None
-    tokens = m.group(1).split()
+    brace = text.rfind("{", 0, end - 1)
+    if brace == -1 or text.find("}", brace + 1, end - 1) != -1:
+        return text, None
+    tokens = text[brace + 1:end - 1].split()
     if not tokens or not all(_ATTR_TOKEN_RE.match(t) for t in tokens):
         return text, None
     explicit = next((t[1:] for t in tokens if t.startswith("#")), None)
-    return text[: m.start()], explicit
+    return text[: len(text[:brace].rstrip(" \t"))], explicit
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,26 +304,33 @@ def parse_markdown(text: str, *, doc_id: str, source: str | None = None) -> Pars
     for h in headings:
         if h.explicit_id:
             slugger.reserve(h.explicit_id)
+    titles = [strip_inline_markdown(h.title) for h in headings]
     ids: list[str] = []
     claimed: set[str] = set()
-    for h in headings:
+    for h, title in zip(headings, titles):
         if h.explicit_id and h.explicit_id not in claimed:
             ids.append(h.explicit_id)
             claimed.add(h.explicit_id)
         elif h.explicit_id:  # the same {#id} written twice: numbered like a duplicate slug
             ids.append(slugger.unique(h.explicit_id))
         else:
-            ids.append(slugger.unique(slugify(strip_inline_markdown(h.title)) or "section"))
+            ids.append(slugger.unique(slugify(title) or "section"))
 
     sections: list[Section] = []
     stack: list[tuple[int, Section]] = []  # (level, section) of open ancestors
     n = len(body)
+    ends = [n] * len(headings)  # where each section ends: the next heading of its level or higher
+    waiting: list[int] = []  # headings whose end is not found yet (their levels strictly increase)
     for i, h in enumerate(headings):
-        end = next((o.offset for o in headings[i + 1 :] if o.level <= h.level), n)
+        while waiting and headings[waiting[-1]].level >= h.level:
+            ends[waiting.pop()] = h.offset
+        waiting.append(i)
+    for i, h in enumerate(headings):
+        end = ends[i]
         own_end = headings[i + 1].offset if i + 1 < len(headings) else n
         while stack and stack[-1][0] >= h.level:
             stack.pop()
-        title = strip_inline_markdown(h.title)
+        title = titles[i]
         path = tuple(s.title for _, s in stack) + (title,)
         parent = stack[-1][1].anchor if stack else None
         section = Section(
