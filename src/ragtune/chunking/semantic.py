@@ -15,6 +15,7 @@ from typing import Annotated
 import numpy as np
 
 from ..config import Opt, check_range
+from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..types import Chunk, Document
 from .base import SizedConfig, emit, trim_span, windows
@@ -31,7 +32,7 @@ class SemanticChunkerConfig(SizedConfig):
         "similarity drop that starts a new chunk (default: from --percentile)")] = None
     percentile: Annotated[float, Opt(
         "percentile of sentence-to-sentence distances that splits, when no threshold")] = 90.0
-    embedder: Annotated[str, Opt("embedder that compares sentences")] = "minilm"
+    embedder: Annotated[str, Opt("embedder that compares sentences")] = DEFAULT_EMBEDDER
 
     def __post_init__(self) -> None:
         super().__post_init__()

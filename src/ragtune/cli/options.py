@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..config import NONE_FLAG, Opt, parse_list, parse_number
+from ..embed import DEFAULT_EMBEDDER
 from ..engines import ENGINES
 from ..errors import ConfigError
 
@@ -239,7 +240,7 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
     if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
         from ..embed import with_prefixes  # the prefixes become part of the embedder's name
 
-        flags["embedder"] = with_prefixes(flags.get("embedder") or "minilm", args.query_prefix, args.passage_prefix)
+        flags["embedder"] = with_prefixes(flags.get("embedder") or DEFAULT_EMBEDDER, args.query_prefix, args.passage_prefix)
     return flags
 
 

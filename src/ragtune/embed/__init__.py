@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 
 from ..errors import ConfigError
-from .base import Embedder, l2_normalize
+from .base import DEFAULT_EMBEDDER, Embedder, l2_normalize
 from .cache import CachedEmbedder, EmbeddingCache, default_cache_dir
 from .onnx import OnnxEmbedder
 
 __all__ = ["DEFAULT_EMBEDDER", "CachedEmbedder", "Embedder", "EmbeddingCache", "OnnxEmbedder", "default_cache_dir",
            "get_embedder", "l2_normalize", "split_prefixes", "with_prefixes"]
 
-DEFAULT_EMBEDDER = "minilm"  # all-MiniLM-L6-v2, int8 ONNX, bundled: offline; measured in docs/concepts/defaults.md
 PREFIX_OPTIONS = ("query_prefix", "passage_prefix")
 
 
@@ -131,7 +130,7 @@ def _register() -> None:
     registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API",
                       calls_llm=False, replace=True)
     for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
-        registry.alias(alias, "minilm")
+        registry.alias(alias, DEFAULT_EMBEDDER)
     registry.alias("intfloat/multilingual-e5-small", "e5-small")
     registry.resolver(_bare_id)
 

@@ -7,7 +7,9 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-__all__ = ["Embedder", "l2_normalize"]
+__all__ = ["DEFAULT_EMBEDDER", "Embedder", "l2_normalize"]
+
+DEFAULT_EMBEDDER = "minilm"  # all-MiniLM-L6-v2, int8 ONNX, bundled (offline); measured in docs/concepts/defaults.md
 
 
 @runtime_checkable

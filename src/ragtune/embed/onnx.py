@@ -51,6 +51,20 @@ def bundled_minilm_tokenizer_path() -> Path:
     return path
 
 
+def cpu_session(ort, model_path: str | os.PathLike[str], threads: int | None = None, *, inter_op_threads: int | None = None):
+    """An onnxruntime CPU session as ragtune runs every model (embedders, cross-encoders): ``threads`` intra-op
+    threads (default up to 4) and idle threads that do not spin, so that they do not steal the cores from BM25
+    and numpy between queries."""
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    if inter_op_threads is not None:
+        opts.inter_op_num_threads = inter_op_threads
+    opts.log_severity_level = 3
+    opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
+    return ort.InferenceSession(str(model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+
+
 def _file_sha256(path: Path) -> str:
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -149,13 +163,7 @@ class OnnxEmbedder:
             import onnxruntime as ort
         except ImportError:
             raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
-        opts.log_severity_level = 3
-        # idle ORT threads must not spin: they would steal the cores from BM25 and numpy between queries
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        opts.add_session_config_entry("session.inter_op.allow_spinning", "0")
-        self._session = ort.InferenceSession(str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+        self._session = cpu_session(ort, self.model_path, self.threads)
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._load_tokenizer()
 

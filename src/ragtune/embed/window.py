@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .base import DEFAULT_EMBEDDER
+
 __all__ = ["embedder_tokenizer", "window_overflow", "WindowOverflow"]
 
 
@@ -26,8 +28,8 @@ def embedder_tokenizer(embedder: str) -> str | None:
 
     name = EMBEDDERS.canonical(embedder).split("|")[0]  # without query/passage prefixes
     kind, _, arg = name.partition(":")
-    if name == "minilm":
-        return "minilm"
+    if name == DEFAULT_EMBEDDER:
+        return "minilm"  # the bundled MiniLM tokenizer (chunking.tokens)
     if kind == "onnx" and arg:
         path = Path(arg) / "tokenizer.json"
         return str(path) if path.is_file() else None

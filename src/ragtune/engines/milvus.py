@@ -496,13 +496,6 @@ def create_index(client, name: str, chunks: Sequence[Chunk], config: Config, *, 
         raise _fail("build", name, e) from None
 
 
-def collection_properties(client, name: str) -> dict[str, str]:
-    try:
-        return dict(client.describe_collection(name).get("properties") or {})
-    except Exception as e:
-        raise _fail("describe", name, e) from None
-
-
 # --- the retriever -----------------------------------------------------------------------------------------------
 def _check_k(k: Any) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ConfigError
+from ..embed import DEFAULT_EMBEDDER
 from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
                          require, source_of, span_hit)
 
@@ -142,7 +143,7 @@ def _make_classes() -> dict[str, type]:
     class RagtuneTextEmbedder:
         """Embeds a query with a ragtune embedder (a name, default ``minilm``, or an embedder object)."""
 
-        def __init__(self, embedder: Any = "minilm"):
+        def __init__(self, embedder: Any = DEFAULT_EMBEDDER):
             self.embedder = embedder
             self._embedder = None if isinstance(embedder, str) else embedder
 
@@ -157,7 +158,7 @@ def _make_classes() -> dict[str, type]:
     class RagtuneDocumentEmbedder:
         """Embeds documents' content with a ragtune embedder (a name, default ``minilm``, or an embedder object)."""
 
-        def __init__(self, embedder: Any = "minilm"):
+        def __init__(self, embedder: Any = DEFAULT_EMBEDDER):
             self.embedder = embedder
             self._embedder = None if isinstance(embedder, str) else embedder
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import ConfigError
+from ..embed import DEFAULT_EMBEDDER
 from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
                          require, source_of, span_hit)
 
@@ -98,7 +99,7 @@ def _make_classes() -> dict[str, type]:
         """A ragtune embedder (a name: ``minilm``, ``e5-small``, ``onnx:...``, or an embedder object) as
         LangChain embeddings; a named one loads on first use."""
 
-        def __init__(self, embedder: Any = "minilm"):
+        def __init__(self, embedder: Any = DEFAULT_EMBEDDER):
             self._name = embedder if isinstance(embedder, str) else None
             self._embedder = None if isinstance(embedder, str) else embedder
 

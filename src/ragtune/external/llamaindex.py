@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..embed import DEFAULT_EMBEDDER
 from ._framework import (chunk_metadata, evaluate_hits, lazy_classes, named_embedder, ragtune_search, ranked,
                          require, source_of, span_hit)
 
@@ -104,10 +105,10 @@ def _make_classes() -> dict[str, type]:
         """A ragtune embedder (a name: ``minilm``, ``e5-small``, ``onnx:...``, or an embedder object) as a
         LlamaIndex embedding; a named one loads on first use."""
 
-        embedder_name: str = "minilm"
+        embedder_name: str = DEFAULT_EMBEDDER
         _embedder: Any = PrivateAttr(default=None)
 
-        def __init__(self, embedder: Any = "minilm", **kwargs: Any):
+        def __init__(self, embedder: Any = DEFAULT_EMBEDDER, **kwargs: Any):
             name = embedder if isinstance(embedder, str) else getattr(embedder, "model_id", type(embedder).__name__)
             super().__init__(embedder_name=name, model_name=f"ragtune:{name}", **kwargs)
             if not isinstance(embedder, str):

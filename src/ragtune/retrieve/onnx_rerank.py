@@ -108,13 +108,10 @@ class OnnxCrossEncoder:
         if isinstance(limit, int) and 0 < limit < self.max_length:
             self.max_length = limit
         tok.enable_truncation(max_length=self.max_length, strategy="longest_first")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = self.threads or min(4, os.cpu_count() or 1)
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3
-        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        from ..embed.onnx import cpu_session
+
         try:
-            session = ort.InferenceSession(str(self.model_path), sess_options=opts, providers=["CPUExecutionProvider"])
+            session = cpu_session(ort, self.model_path, self.threads, inter_op_threads=1)
         except Exception as e:
             raise ConfigError(f"{self.model_path}: onnxruntime cannot load it ({str(e).splitlines()[0]})") from None
         self._inputs = {i.name for i in session.get_inputs()}

@@ -9,6 +9,7 @@ from typing import Annotated, Any, TextIO
 
 from ..errors import ConfigError, MissingDependencyError, TelemetryError
 from ..config import Opt
+from ..embed import DEFAULT_EMBEDDER
 
 __all__ = ["run_server", "open_log", "find_gaps", "export_log"]
 
@@ -110,7 +111,7 @@ def open_log(path: str):
 def find_gaps(
     log_path: str, *, since: Annotated[str | None, Opt("only answers this recent, e.g. 7d, 12h")] = None,
     store: Annotated[str | None, Opt("show the nearest existing anchors from this store")] = None,
-    embedder: Annotated[str, Opt("embedder that clusters the questions")] = "minilm",
+    embedder: Annotated[str, Opt("embedder that clusters the questions")] = DEFAULT_EMBEDDER,
     distance: Annotated[float, Opt("cosine distance joining clusters", lo=1e-9, hi=2.0)] = 0.5,
 ) -> dict[str, Any]:
     """The not-found questions of a log, clustered (with the nearest anchors of ``store`` when given)."""
