@@ -7,7 +7,6 @@ import pytest
 
 from ragtune import load_corpus, load_golden
 from ragtune.sweep import parse_grid, run_sweep, summarize
-from ragtune.sweep import runner as runner_mod
 from ragtune.sweep.results import SweepResult
 from ragtune.sweep.runner import LATENCY_METHOD, latency_sample, time_searches
 from ragtune.types import Ranking
@@ -110,8 +109,10 @@ def test_a_run_timed_the_old_way_is_recomputed(swept, monkeypatch):
     record["stats"]["latency_ms"] = {"p50": 0.1, "p95": 0.2}  # as written by earlier releases
     victim.write_text(json.dumps(record))
     built = []
-    real = runner_mod.RETRIEVERS.build
-    monkeypatch.setattr(runner_mod.RETRIEVERS, "build", lambda *a, **k: built.append(1) or real(*a, **k))
+    from ragtune.registry import RETRIEVERS
+
+    real = RETRIEVERS.build
+    monkeypatch.setattr(RETRIEVERS, "build", lambda *a, **k: built.append(1) or real(*a, **k))
     records = run_sweep(corpus, golden, grid, out, show_progress=False)
     assert len(built) == 1
     assert all(r["stats"]["latency_ms"]["method"] == LATENCY_METHOD for r in records)
