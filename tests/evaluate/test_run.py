@@ -275,3 +275,21 @@ def test_the_gate_names_a_corrupt_json_baseline(tmp_path, golden):
     (tmp_path / "base.json").write_text('{"questions": [')
     with pytest.raises(ConfigError, match=r"base\.json: cannot read the baseline as JSON"):
         regression_gate(eval_dict([1]), tmp_path / "base.json", golden=golden)
+
+
+@pytest.mark.parametrize("question, expected", [
+    ({"retrieved": []}, "question 1 of 'questions' has no 'id'"),
+    ({"id": "q00", "scores": {"mrr": 1}, "retrieved": "d1 d2"}, r"question 'q00': 'retrieved' must be a list of hit"),
+    ({"id": "q00", "scores": {"mrr": "high"}}, r"question 'q00': score 'mrr' must be a number or null, got str"),
+    ({"id": "q00", "scores": [1.0]}, r"question 'q00': 'scores' must be an object"),
+    ({"id": "q00", "scores": {}, "first_hit_rank": "1"}, r"question 'q00': 'first_hit_rank' must be a rank"),
+    ("q00", "question 1 of 'questions' is a str"),
+])
+def test_eval_results_read_by_compare_and_the_gate_name_what_is_wrong(tmp_path, question, expected):
+    # compare and the gate read an eval JSON by its recorded scores: a malformed one is one clear error too
+    path = tmp_path / "base.json"
+    path.write_text(json.dumps({"config": {"ks": [5]}, "metrics": {}, "questions": [question]}))
+    with pytest.raises(ConfigError, match=rf"base\.json: {expected}"):
+        load_runs(path)
+    with pytest.raises(ConfigError, match=rf"base\.json: {expected}"):
+        regression_gate(eval_dict([1]), path)

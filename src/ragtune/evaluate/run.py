@@ -135,20 +135,39 @@ class Run:
         scores: dict[str, Mapping[str, Any]] = {}
         ranks: dict[str, int | None] = {}
         rankings: dict[str, tuple[str, ...]] = {}
-        for q in result["questions"]:
+        where = source or name
+        for n, q in enumerate(result["questions"], start=1):
+            if not isinstance(q, Mapping):
+                raise ConfigError(f"{where}: question {n} of 'questions' is a {type(q).__name__}, expected an object "
+                                  "with an 'id' (as `ragtune eval --json` writes)")
+            if not _is_qid(q.get("id")):
+                raise ConfigError(f"{where}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); "
+                                  "every question needs the id of its golden question")
             qid = str(q["id"])
             (dupes if qid in seen else seen).add(qid)
             if not q.get("answerable", True):
                 continue
-            scores[qid] = q.get("scores") or {}
-            ranks[qid] = q.get("first_hit_rank")
-            if q.get("retrieved"):
-                rankings[qid] = tuple(str(h.get("anchor") or h.get("chunk_id")) for h in q["retrieved"])
+            scores[qid] = _scores_of(q.get("scores"), f"{where}: question {qid!r}")
+            rank = q.get("first_hit_rank")
+            if rank is not None and (isinstance(rank, bool) or not isinstance(rank, int) or rank < 1):
+                raise ConfigError(f"{where}: question {qid!r}: 'first_hit_rank' must be a rank (an integer >= 1) or "
+                                  f"null, got {_short(rank)}")
+            ranks[qid] = rank
+            retrieved = q.get("retrieved")
+            if retrieved is not None and not (isinstance(retrieved, list) and
+                                              all(isinstance(h, Mapping) for h in retrieved)):
+                raise ConfigError(f"{where}: question {qid!r}: 'retrieved' must be a list of hit objects (anchor, "
+                                  f"doc_id, start, end, score), got {_short(retrieved)}")
+            if retrieved:
+                rankings[qid] = tuple(str(h.get("anchor") or h.get("chunk_id")) for h in retrieved)
         if dupes:
-            raise ConfigError(f"{source or name}: duplicate question id(s) {_few(dupes)}; every question must "
+            raise ConfigError(f"{where}: duplicate question id(s) {_few(dupes)}; every question must "
                               "appear once (fix the golden set with `ragtune golden check`)")
-        ks = (result.get("config") or {}).get("ks") or DEFAULT_KS
-        return cls(name, scores, ranks, rankings, tuple(ks), source, meta or {})
+        ks = (result.get("config") or {}).get("ks") if isinstance(result.get("config"), Mapping) else None
+        if ks is not None and not (isinstance(ks, list) and ks and
+                                   all(isinstance(k, int) and not isinstance(k, bool) and k > 0 for k in ks)):
+            raise ConfigError(f"{where}: 'config.ks' must be a list of positive integers, got {_short(ks)}")
+        return cls(name, scores, ranks, rankings, tuple(ks or DEFAULT_KS), source, meta or {})
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, name: str | None = None,
@@ -199,6 +218,18 @@ class Run:
 def _with_default_ks(ks: Sequence[int]) -> tuple[int, ...]:
     """A run is scored at the default cut-offs too, so the metrics compare and the gate default to are there."""
     return tuple(sorted(set(DEFAULT_KS) | {int(k) for k in ks}))
+
+
+def _scores_of(scores: Any, where: str) -> dict[str, float | None]:
+    """A question's recorded scores: metric name -> number (null or NaN: undefined)."""
+    if scores is None:
+        return {}
+    if not isinstance(scores, Mapping):
+        raise ConfigError(f"{where}: 'scores' must be an object of metric -> number, got {_short(scores)}")
+    for m, v in scores.items():
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+            raise ConfigError(f"{where}: score {m!r} must be a number or null, got {type(v).__name__} {_short(v)}")
+    return dict(scores)
 
 
 def _import_ranx() -> Any:
