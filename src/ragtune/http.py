@@ -130,10 +130,6 @@ def _split_userinfo(url: str) -> tuple[str, str | None]:
     return urllib.parse.urlunsplit(parts._replace(netloc=host)), "Basic " + base64.b64encode(token).decode()
 
 
-class _Refused(Exception):
-    """A redirect the policy refuses (raised inside urllib, turned into APIError by the client)."""
-
-
 class _Redirects(urllib.request.HTTPRedirectHandler):
     """Same-origin redirects only; 307/308 keep the method and the body; the rest is refused."""
 
@@ -149,7 +145,7 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
         problem = redirect_problem(req.full_url, req.get_method(), code, newurl)
         if problem:
             fp.close()
-            raise _Refused(problem)
+            raise APIError(problem)  # not an HTTPError: urllib lets it through to the client
         new = self.redirect_request(req, fp, code, msg, headers, newurl)
         visited = new.redirect_dict = req.redirect_dict = getattr(req, "redirect_dict", {})
         if visited.get(newurl, 0) >= self.max_repeats or len(visited) >= self.max_redirections:
@@ -232,12 +228,6 @@ class _HTTPS(urllib.request.HTTPSHandler):
 
     def https_open(self, req):
         return self.do_open(_connection(http.client.HTTPSConnection, self._watch), req, context=self._context)
-
-
-class _Retry(Exception):
-    def __init__(self, reason: str, wait: float | None = None):
-        super().__init__(reason)
-        self.reason, self.wait = reason, wait
 
 
 def _retry_after(value: str | None) -> float | None:
@@ -343,11 +333,10 @@ class JSONClient:
                 break
             attempts += 1
             self.requests += 1
-            try:
-                payload = self._once(url, where, method, data, headers, min(float(self.timeout), left))
-            except _Retry as e:
-                last = e.reason
-                delay = e.wait if e.wait is not None else self.backoff * 2 ** attempt
+            ok, payload, wait = self._once(url, where, method, data, headers, min(float(self.timeout), left))
+            if not ok:
+                last = payload
+                delay = wait if wait is not None else self.backoff * 2 ** attempt
             else:
                 if not isinstance(payload, dict) and not any_json:
                     raise APIError(f"{where}: expected a JSON object, got {type(payload).__name__}; is this "
@@ -368,8 +357,10 @@ class JSONClient:
         raise APIError(f"{where}: giving up after {attempts} attempts{why}; last error {last}")
 
     def _once(self, url: str, where: str, method: str, data: bytes | None, headers: dict[str, str],
-              seconds: float) -> Any:
-        """One attempt within ``seconds`` of wall clock: the answer's JSON, an APIError, or _Retry."""
+              seconds: float) -> tuple[bool, Any, float | None]:
+        """One attempt within ``seconds`` of wall clock: (True, the answer's JSON, None), (False, why it is worth
+        retrying, the wait the server asks for or None), or an APIError."""
+        timed_out = (False, f"no complete answer within {seconds:.3g} s (timeout)", None)
         watch = _Watch(seconds)
         opener = urllib.request.build_opener(_Redirects(), _HTTP(watch), _HTTPS(watch))
         req = urllib.request.Request(url, data=data, headers=headers, method=method)
@@ -377,8 +368,8 @@ class JSONClient:
             with opener.open(req, timeout=seconds) as resp:
                 raw = _read_capped(resp, int(self.max_bytes), where)
             if watch.fired:
-                raise _Retry(f"no complete answer within {seconds:.3g} s (timeout)")
-            return _decode_json(raw, where, self.kind)
+                return timed_out
+            return True, _decode_json(raw, where, self.kind), None
         except urllib.error.HTTPError as e:
             try:
                 detail = e.read(ERROR_BODY_BYTES).decode("utf-8", "replace")[:200]
@@ -395,19 +386,17 @@ class JSONClient:
                 err = APIError(f"{where}: {status}")
                 err.status = e.code  # type: ignore[attr-defined]
                 raise err from None
-            raise _Retry(status, _retry_after(e.headers.get("Retry-After") if e.headers else None)) from None
-        except _Refused as e:
-            raise APIError(str(e)) from None
-        except (APIError, _Retry):  # an APIError is a ConnectionError too, but the server answered: no retry
+            return False, status, _retry_after(e.headers.get("Retry-After") if e.headers else None)
+        except APIError:  # a ConnectionError too, but the server answered (or a redirect was refused): no retry
             raise
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as e:
             if watch.fired:
-                raise _Retry(f"no complete answer within {seconds:.3g} s (timeout)") from None
+                return timed_out
             reason = getattr(e, "reason", e)
             if isinstance(reason, ValueError) or (isinstance(e, urllib.error.URLError)
                                                   and "unknown url type" in str(reason)):
                 raise APIError(f"{where}: cannot be requested ({reason})") from None
-            raise _Retry(f"{type(e).__name__}: {reason}") from None
+            return False, f"{type(e).__name__}: {reason}", None
         except ValueError as e:  # a malformed URL or header value: no retry helps
             raise APIError(f"{where}: cannot be requested ({e})") from None
         finally:

@@ -177,8 +177,8 @@ def evaluate_retriever(
             if fail_fast:
                 raise
             failed[item.id] = e
-    if items and len(failed) == len(items) and not all(isinstance(e, _Late) for e in failed.values()):
-        raise next(e for e in failed.values() if not isinstance(e, _Late))  # nothing measured: say why
+    if items and len(failed) == len(items) and not all(getattr(e, "late", False) for e in failed.values()):
+        raise next(e for e in failed.values() if not getattr(e, "late", False))  # nothing measured: say why
     cfg = {"retriever": name or default_name, "external": True, "golden": golden.source, **(dict(config or {}))}
     if deadline is not None:
         cfg["deadline_s"] = deadline
@@ -191,12 +191,11 @@ def evaluate_retriever(
 MAX_LISTED = 200  # failed questions listed in the result (all are counted)
 
 
-class _Late(ConfigError):
-    """A question the run's deadline left unanswered."""
-
-
-def _late(item) -> _Late:
-    return _Late(f"question {item.id!r}: no answer before the run's deadline")
+def _late(item) -> ConfigError:
+    """The failure of a question the run's deadline left unanswered (marked ``late``)."""
+    err = ConfigError(f"question {item.id!r}: no answer before the run's deadline")
+    err.late = True  # type: ignore[attr-defined]
+    return err
 
 
 def _failure(item, e: Exception) -> RagtuneError:
