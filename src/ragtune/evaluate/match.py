@@ -172,10 +172,13 @@ class MatchReport:
         if not self.total:
             return "hits matched: none returned"
         methods = ", ".join(f"{m} {self.counts[m]}" for m in METHODS if self.counts[m])
+        anchor = ("its section with its subsections" if self.anchor_span == "subsections"
+                  else "its section's own text, like a section chunk")
+        page = "are credited for the sections in them" if self.doc_hits == "credit" else \
+            "cover document-level anchors only"
         lines = [f"hits matched: {self.matched}/{self.total} ({self.match_rate:.1%}; {methods})",
-                 f"coverage: an anchor hit covers {'its section with its subsections' if self.anchor_span == 'subsections' else 'its section own text, like a section chunk'} "
-                 f"(--anchor-span {self.anchor_span}); whole-page hits {'are credited for the sections in them' if self.doc_hits == 'credit' else 'cover document-level anchors only'} "
-                 f"(--doc-hits {self.doc_hits})"]
+                 f"coverage: an anchor hit covers {anchor} (--anchor-span {self.anchor_span}); whole-page hits "
+                 f"{page} (--doc-hits {self.doc_hits})"]
         if self.doc_level:
             c = self.contribution
             line = (f"matched only at document level (no #fragment): {len(self.doc_level)} hit(s); "
