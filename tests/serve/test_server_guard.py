@@ -43,7 +43,8 @@ class Guarded:
         self.app = app
         self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
                                                     http="ragtune.serve.guard:GuardedH11Protocol",
-                                                    timeout_keep_alive=guard.KEEP_ALIVE_S))
+                                                    timeout_keep_alive=guard.KEEP_ALIVE_S,
+                                                    backlog=guard.process_limits().backlog))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):
@@ -227,6 +228,20 @@ def test_past_the_cap_the_longest_idle_connection_makes_room(store, monkeypatch)
         assert [_is_closed(x) for x in idle] == [True] * 5 + [False] * 7
         for x in idle:
             x.close()
+
+
+def test_the_kernel_accept_queue_is_raised_after_start(store, monkeypatch):
+    """asyncio accepts `backlog` connections per tick (kept small); the kernel queue is raised to 2,048."""
+    import shutil
+
+    from ragtune.serve.guard import LISTEN_BACKLOG
+
+    if shutil.which("ss") is None:
+        pytest.skip("ss (iproute2) is not installed")
+    with guarded(store, monkeypatch) as s:
+        assert call(s.url, "/health")[0] == 200
+        out = subprocess.run(["ss", "-ltn", f"sport = :{s.port}"], capture_output=True, text=True).stdout
+        assert out.strip().splitlines()[-1].split()[2] == str(LISTEN_BACKLOG), out
 
 
 # --- damaged pointer files -------------------------------------------------------------------------------------

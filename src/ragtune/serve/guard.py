@@ -38,6 +38,7 @@ import socket
 import sys
 import threading
 import time
+import weakref
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -233,7 +234,7 @@ def install_loop_guard(loop: asyncio.AbstractEventLoop | None = None) -> None:
 
 
 _open_protocols: set = set()  # weak enough: every protocol removes itself in connection_lost
-_relistened: set[int] = set()
+_relistened: weakref.WeakSet = weakref.WeakSet()  # the asyncio servers whose sockets were listen()ed again
 
 
 def _raise_listen_backlog(transport: asyncio.BaseTransport) -> None:
@@ -241,12 +242,19 @@ def _raise_listen_backlog(transport: asyncio.BaseTransport) -> None:
     asyncio used uvicorn's small backlog both for the kernel queue and for its accepts per tick; only the
     second needs to be small. Nothing happens where the transport does not name its server."""
     server = getattr(transport, "_server", None)
+    if server is None:
+        return
+    try:
+        if server in _relistened:
+            return
+        _relistened.add(server)
+    except TypeError:  # not weakly referenceable
+        return
     for ts in (getattr(server, "sockets", None) or ()):
         try:
             fd = ts.fileno()
-            if fd < 0 or fd in _relistened:
+            if fd < 0:
                 continue
-            _relistened.add(fd)
             dup = socket.socket(fileno=os.dup(fd))
             try:
                 dup.listen(LISTEN_BACKLOG)
@@ -295,8 +303,7 @@ class GuardedH11Protocol(H11Protocol):  # type: ignore[misc,valid-type]
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         _open_protocols.add(self)
-        if not _relistened:
-            _raise_listen_backlog(transport)
+        _raise_listen_backlog(transport)
         self._arm()
         over = len(self.connections) - self._limits.max_connections
         if over > 0:
