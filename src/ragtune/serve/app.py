@@ -22,6 +22,13 @@ vector kept in the worker (:func:`serving_loader`); a plain version is loaded
 by every worker into its own memory. All workers append to one telemetry file
 (SQLite with a busy timeout, one transaction per batch). ``/health`` and the
 ``X-Ragtune-Worker`` header of /search and /answer give the worker's pid.
+
+At the edges: connections are capped under the open-file limit and given a
+request deadline (:mod:`ragtune.serve.guard`); without an API key only local
+Host names are answered (421 otherwise, against DNS rebinding); every error
+body goes through :func:`clip_inputs`, which cuts any input it quotes; a
+damaged store pointer leaves ``/health`` at 200 (degraded) and ``/versions``
+at 503; a failing generator is a 502 that shows no upstream URL or text.
 """
 
 import hmac
