@@ -27,7 +27,7 @@ ray = pytest.importorskip("ray")
 pytestmark = pytest.mark.skipif(os.environ.get("RAGTUNE_TEST_RAY_CLUSTER") != "1",
                                 reason="starting a two-node Ray cluster takes ~25 s: set RAGTUNE_TEST_RAY_CLUSTER=1")
 
-from ragtune.scale import RayOptions  # noqa: E402
+from ragtune.scale import RayOptions, RaySweepExecutor  # noqa: E402
 
 START_S = 90  # give up (skip) when the two nodes are not up by then
 
@@ -95,7 +95,7 @@ def test_sweep_on_a_head_and_a_worker_matches_a_local_sweep(cluster, tmp_path, m
     monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(tmp_path / "cache-local"))
     sweep(corpus, golden, grid, tmp_path / "local", show_progress=False)
     monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(tmp_path / "cache-ray"))
-    sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, ray=RayOptions(address=cluster))
+    sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, executor=RaySweepExecutor(RayOptions(address=cluster)))
     assert sum(n["Alive"] for n in ray.nodes()) == 2
 
     def ranked(out):

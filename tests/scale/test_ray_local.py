@@ -18,7 +18,7 @@ from tests.helpers import DOCS, QUESTIONS, SWEEP_DOCS, SWEEP_QUESTIONS, golden_r
 
 ray = pytest.importorskip("ray")
 
-from ragtune.scale import RayEmbedder, RayOptions  # noqa: E402 - after the skip: needs the extra
+from ragtune.scale import RayEmbedder, RayOptions, RaySweepExecutor, ray_embedders  # noqa: E402 - after the skip: needs the extra
 
 # a corpus of enough short texts for several 32-text embedding tasks
 TOPICS = ["refunds", "invoices", "passwords", "shipping", "accounts", "gift cards", "returns", "taxes"]
@@ -67,10 +67,10 @@ def test_index_build_and_refresh_on_ray_match_a_local_run(local_ray, tmp_path, m
     for name, opts in (("local", None), ("ray", RayOptions(batch_size=32))):
         use_cache(monkeypatch, tmp_path / f"cache-{name}")  # each run embeds everything itself
         store = IndexStore(tmp_path / f"store-{name}")
-        v = build_version(store, load_corpus(root), config, ray=opts)
+        v = build_version(store, load_corpus(root), config, make_embedder=ray_embedders(opts) if opts else None)
         assert v.manifest["stats"]["texts_embedded"] > 64  # several tasks of 32
         (root / "shipping.md").write_text("# Shipping\n\nParcels ship the same day. Express arrives by noon.\n")
-        _, stats = refresh_version(store, load_corpus(root), ray=opts)
+        _, stats = refresh_version(store, load_corpus(root), make_embedder=ray_embedders(opts) if opts else None)
         assert stats["changed"] == ["shipping.md"] and stats["texts_embedded"] == 1
         (root / "shipping.md").write_text(DOCS["shipping.md"])
         stores[name] = store
@@ -110,15 +110,15 @@ def test_sweep_on_ray_matches_a_local_sweep_and_resumes(local_ray, tmp_path, mon
     from ragtune.sweep import run_sweep
 
     records = run_sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, on_record=seen.append,
-                        ray=RayOptions())
+                        executor=RaySweepExecutor(RayOptions()))
     assert len(seen) == len(records) == len(grid.all_specs) == 8
     assert [r["key"] for r in records] == [s.key for s in grid.resolved(corpus.kind).all_specs]  # grid order
-    sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, ray=RayOptions())  # resumes: all on disk
+    sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, executor=RaySweepExecutor(RayOptions()))  # resumes: all on disk
     assert ranking(tmp_path / "ray") == ranking(tmp_path / "local")
     # the workers filled the cache folder they were given (the driver's): chunkings and embeddings
     assert list((tmp_path / "cache-ray" / "chunks").glob("*.jsonl"))
     assert EmbeddingCache(tmp_path / "cache-ray" / "embeddings.sqlite").count() > 0
-    records2 = run_sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, ray=RayOptions())
+    records2 = run_sweep(corpus, golden, grid, tmp_path / "ray", show_progress=False, executor=RaySweepExecutor(RayOptions()))
     assert records2 == records  # nothing recomputed
 
 
