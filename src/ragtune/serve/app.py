@@ -449,13 +449,9 @@ def _host_check(app, bound: str | None):
     return middleware
 
 
-class _GeneratorFailed(Exception):
-    """The generator (an LLM API, usually) failed: the client gets 502 without its URL or text."""
-
-
 class _GuardedGenerator:
-    """A generator whose failures become :class:`_GeneratorFailed`, logged on the server (redacted, rate
-    limited), never shown to the client."""
+    """A generator whose failures are logged on the server (redacted, rate limited) and become an
+    :class:`APIError` marked ``upstream_generator``, without the upstream's URL or text: the client gets 502."""
 
     def __init__(self, gen):
         self._gen = gen
@@ -470,7 +466,9 @@ class _GuardedGenerator:
         except Exception as e:  # APIError, the upstream HTTP error class, a malformed reply: all the upstream's
             notice(f"generator|{type(e).__name__}",
                    f"/answer: the generator {self.name} failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
-            raise _GeneratorFailed(type(e).__name__) from e
+            failed = APIError(f"upstream generator failed ({type(e).__name__})")
+            failed.upstream_generator = True  # type: ignore[attr-defined]
+            raise failed from e
 
 
 def _valid_text(name: str, v: str) -> None:
@@ -642,10 +640,10 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
             return fn()
         except ConfigError as e:
             raise HTTPException(status_code=400, detail=str(e)) from None
-        except _GeneratorFailed:
-            raise HTTPException(status_code=502, detail="upstream generator failed; the server's log has the "
-                                                        "cause") from None
-        except APIError as e:  # a remote embedder or reranker: no URL or upstream text to the client
+        except APIError as e:  # the generator, a remote embedder or reranker: no URL or upstream text to the client
+            if getattr(e, "upstream_generator", False):  # already logged by _GuardedGenerator
+                raise HTTPException(status_code=502, detail="upstream generator failed; the server's log has the "
+                                                            "cause") from None
             notice(f"api|{type(e).__name__}", f"an upstream API failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
             raise HTTPException(status_code=502, detail="an upstream API (embedder or reranker) failed; the "
                                                         "server's log has the cause") from None
