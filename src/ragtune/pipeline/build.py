@@ -74,6 +74,8 @@ class Pipeline:
         return replace(self, reranker=reranker, candidates=candidates)
 
     def describe(self) -> dict[str, Any]:
+        """What eval JSON and reports record of this pipeline. URL-valued options (a Milvus server, an LLM
+        reranker's base URL) are recorded with their credentials redacted (:func:`ragtune.http.redact_url`)."""
         cfg = getattr(self.chunker, "config", None)
         rcfg = getattr(self.base, "config", None)
         rcfg = rcfg.to_dict() if hasattr(rcfg, "to_dict") else dict(rcfg or {})
@@ -91,7 +93,20 @@ class Pipeline:
                              "candidates": self.candidates}
         if self.parents:
             out["parents"] = len(self.parents)
-        return out
+        return _redacted(out)
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` with every string that looks like a URL passed through :func:`~ragtune.http.redact_url`."""
+    from ..http import redact_url
+
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_redacted(v) for v in value)
+    if isinstance(value, str) and "://" in value:
+        return redact_url(value)
+    return value
 
 
 _WARNED_WINDOW: set[str] = set()
