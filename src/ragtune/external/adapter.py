@@ -4,7 +4,7 @@ The retriever is a callable ``(query, k) -> hits`` (or ``(query) -> hits``),
 sync or async, or an object with a ``search``, ``retrieve`` or ``invoke``
 method (tried in that order). Its hits are read by
 :func:`~ragtune.external.hits.to_hit` and matched to the corpus by
-:class:`~ragtune.external.match.HitMatcher`.
+:class:`~ragtune.evaluate.match.HitMatcher` (the matcher of run files too).
 """
 
 from __future__ import annotations
@@ -20,17 +20,15 @@ from typing import Any
 
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, RagtuneError
-from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate_rankings
+from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..golden import GoldenSet
 from ..progress import progress_iter
-from ..types import Hit, Ranking
-from .hits import to_hit
-from .match import HitMatcher
+from ..evaluate.match import STAGE, HitMatcher, hits_to_ranking, score_matched
+from ..types import Ranking
 
 __all__ = ["evaluate_retriever", "ExternalRetriever", "as_fetch", "hits_to_ranking"]
 
 METHOD_NAMES = ("search", "retrieve", "invoke")
-STAGE = "external"  # the timing key of an outside call
 
 
 def _takes_k(fn: Callable[..., Any]) -> bool:
@@ -58,22 +56,6 @@ def as_fetch(retriever: Any) -> tuple[Callable[[str, int], Any], str]:
     if method != "invoke" and _takes_k(fn):  # a runnable's invoke(input, config) takes no count
         return (lambda query, k: fn(query, k)), str(name)
     return (lambda query, k: fn(query)), str(name)
-
-
-def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, question: str = "",
-                    field: str | None = None, seconds: float | None = None) -> Ranking:
-    """Raw hits (best first) -> a :class:`Ranking` of at most ``k`` matched chunks; scores default to ``-rank``."""
-    if raw is None:
-        raw = []
-    if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__iter__"):
-        raise ConfigError(f"question {question!r}: the retriever returned a {type(raw).__name__}, expected a list of "
-                          "hits (strings, dicts or objects)")
-    hits = []
-    for rank, item in enumerate(list(raw)[:k], start=1):
-        h = to_hit(item, field=field, where=f"question {question!r} hit {rank}")
-        chunk, _ = matcher.match(h, question=question, rank=rank)
-        hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))
-    return Ranking(query, tuple(hits), {STAGE: seconds} if seconds is not None else {})
 
 
 class ExternalRetriever:
@@ -125,6 +107,8 @@ def evaluate_retriever(
     path_prefix: str | None = None,
     fuzzy: bool = True,
     min_similarity: float = 0.6,
+    anchor_span: str = "own",
+    doc_hits: str = "credit",
     name: str | None = None,
     config: Mapping[str, Any] | None = None,
     show_progress: bool = False,
@@ -140,8 +124,9 @@ def evaluate_retriever(
     match the golden anchors they cover; without it an identifier must equal a golden
     anchor. ``depth`` hits are asked for per question; ``concurrency`` questions run at
     once (threads for a sync retriever, tasks for an async one). Each question's call
-    is timed (``latency_ms`` p50/p95); ``result.matching`` says how hits matched and
-    lists the ones that did not.
+    is timed (``latency_ms`` p50/p95); ``result.matching`` says how hits matched, lists the
+    ones that did not, and what hits naming a whole page contributed. ``anchor_span`` and
+    ``doc_hits``: what anchor and whole-document hits cover (:mod:`ragtune.evaluate.match`).
 
     A question whose call fails (an error, an unreadable answer) is reported, not fatal: it scores as
     retrieving nothing and is listed in ``result.config["failed"]`` (``count`` and, for up to 200,
@@ -157,7 +142,7 @@ def evaluate_retriever(
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     depth = max(int(depth), ks[-1], NDCG_K)
     matcher = HitMatcher(corpus, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
-                         min_similarity=min_similarity)
+                         min_similarity=min_similarity, anchor_span=anchor_span, doc_hits=doc_hits)
     if deadline is not None and not deadline > 0:
         raise ConfigError(f"deadline must be > 0 seconds, got {deadline!r}")
     fetch, default_name = as_fetch(retriever)
@@ -184,8 +169,7 @@ def evaluate_retriever(
         cfg["deadline_s"] = deadline
     cfg["failed"] = {"count": len(failed), "questions": [{"question": i.id, "error": str(failed[i.id])}
                                                          for i in items if i.id in failed][:MAX_LISTED]}
-    return evaluate_rankings(rankings, golden, matcher.scoring_corpus, ks=ks, config=cfg,
-                             matching=matcher.report.to_dict())
+    return score_matched(rankings, golden, matcher, ks=ks, config=cfg)
 
 
 MAX_LISTED = 200  # failed questions listed in the result (all are counted)

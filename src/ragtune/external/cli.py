@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from ..errors import ConfigError
 from ..evaluate.evaluate import EvalResult
+from ..evaluate.match import AnchorSpanOpt, BaseUrl, DocHitsOpt, Fuzzy, PathPrefix
 from ..config import Opt
 
 __all__ = ["evaluate_outside", "parse_headers"]
@@ -50,9 +51,11 @@ def evaluate_outside(
     fail_fast: Annotated[bool, Opt("stop at the first question that fails (default: report failed questions, "
                                    "score them as retrieving nothing, go on)")] = False,
     max_response_mb: Annotated[float, Opt("largest endpoint answer read, in MiB", lo=1e-3, hi=1e5)] = 32.0,
-    base_url: Annotated[str | None, Opt("cut off hit URLs to get corpus paths", metavar="URL")] = None,
-    path_prefix: Annotated[str | None, Opt("cut off hit paths to get corpus paths", metavar="PREFIX")] = None,
-    fuzzy: Annotated[bool, Opt("locate text hits exactly or normalised only")] = True,
+    base_url: BaseUrl = None,
+    path_prefix: PathPrefix = None,
+    fuzzy: Fuzzy = True,
+    anchor_span: AnchorSpanOpt = "own",
+    doc_hits: DocHitsOpt = "credit",
 ) -> tuple[EvalResult, str]:
     """The evaluation of an outside retriever, ``endpoint`` (a search service) or ``run`` (a run file), on
     ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched."""
@@ -69,13 +72,14 @@ def evaluate_outside(
     flt = (filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)) if filters else None
     if run:
         result = evaluate_run_file(run, gold, corpus=docs, ks=ks, base_url=base_url, path_prefix=path_prefix,
-                                   fuzzy=fuzzy)
+                                   fuzzy=fuzzy, anchor_span=anchor_span, doc_hits=doc_hits)
     else:
         if any(not i.q.strip() for i in gold):
             raise ConfigError(f"{golden}: questions without text (qrels?) cannot be sent to an endpoint; use a "
                               "golden set with questions")
         result = evaluate_endpoint(endpoint, gold, corpus=docs, ks=ks, depth=depth, concurrency=concurrency,
-                                   base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, body=body,
+                                   base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, anchor_span=anchor_span,
+                                   doc_hits=doc_hits, body=body,
                                    method=http_method, hits_path=hits_path, hit_field=hit_field,
                                    headers=parse_headers(list(header)), timeout=timeout, retries=retries, filters=flt,
                                    show_progress=True, run_deadline=deadline, fail_fast=fail_fast,
@@ -84,19 +88,10 @@ def evaluate_outside(
 
 
 def _summary(result: EvalResult) -> str:
-    from .match import MatchReport
+    from ..evaluate.match import MatchReport
 
     m = result.matching
-    lines = []
-    if m:
-        report = MatchReport()
-        report.counts.update(m.get("by_method", {}))
-        lines.append(report.summary().splitlines()[0])
-        for u in m.get("unmatched", [])[:5]:
-            lines.append(f"  unmatched: question {u['question']!r} rank {u['rank']}: {u['hit']} ({u['reason']})")
-        more = m.get("by_method", {}).get("unmatched", 0) - min(5, len(m.get("unmatched", [])))
-        if more > 0:
-            lines.append(f"  ... and {more} more unmatched (all counted; up to 200 listed with --json)")
+    lines = [MatchReport.from_dict(m).summary()] if m else []
     skipped = m.get("questions_not_in_golden") if m else None
     if skipped:
         lines.append(f"skipped {len(skipped)} question(s) of the run that the golden set lacks: "
