@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import hashlib
 from collections.abc import Iterable, Iterator
@@ -10,6 +11,7 @@ from typing import Any, Literal
 
 from ..errors import CorpusError, UnknownAnchorError
 from ..types import Document, Section
+from .metadata import normalise_metadata
 
 __all__ = ["Corpus", "AnchorSpan"]
 
@@ -27,11 +29,24 @@ class AnchorSpan:
     section: Section | None = None
 
 
-class Corpus:
-    """An ordered, immutable collection of documents with unique ids."""
+def _plain_metadata(doc: Document) -> Document:
+    """``doc`` with its metadata as bounded JSON with string keys (the one place every corpus goes through)."""
+    if not doc.metadata and type(doc.metadata) is dict:
+        return doc
+    meta = normalise_metadata(doc.metadata, source=doc.source or doc.id)
+    return doc if meta is doc.metadata else dataclasses.replace(doc, metadata=meta)
 
-    def __init__(self, documents: Iterable[Document], *, kind: CorpusKind = "memory", root: str | None = None):
-        docs = tuple(documents)
+
+class Corpus:
+    """An ordered, immutable collection of documents with unique ids.
+
+    Every document's metadata is made plain here (:func:`~ragtune.corpus.metadata.normalise_metadata`): string
+    keys, JSON values, bounded size. ``skipped`` lists what a folder loader left out, as (path, reason).
+    """
+
+    def __init__(self, documents: Iterable[Document], *, kind: CorpusKind = "memory", root: str | None = None,
+                 skipped: Iterable[tuple[str, str]] = ()):
+        docs = tuple(_plain_metadata(d) for d in documents)
         by_id: dict[str, Document] = {}
         for d in docs:
             if d.id in by_id:
@@ -40,6 +55,7 @@ class Corpus:
         self.documents = docs
         self.kind = kind
         self.root = root
+        self.skipped: tuple[tuple[str, str], ...] = tuple(skipped)
         self._by_id = by_id
         self._sections: dict[str, Section] = {s.anchor: s for d in docs for s in d.sections}
         self._fingerprint: str | None = None

@@ -16,11 +16,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
 
 from ..errors import CorpusError
 from ..types import Section
 from .blocks import scan_blocks
+from .metadata import load_front_matter
 
 __all__ = ["parse_markdown", "slugify", "strip_inline_markdown", "Slugger", "ParsedMarkdown"]
 
@@ -254,29 +254,15 @@ class ParsedMarkdown:
 
 
 def _split_front_matter(text: str, source: str) -> tuple[dict[str, Any], str, int]:
-    lines = _LINE_RE.findall(text)
-    if not lines or lines[0].rstrip() != "---":
+    nl = text.find("\n")
+    first = text if nl == -1 else text[: nl + 1]
+    if first.rstrip() != "---":
         return {}, text, 0
-    offset = len(lines[0])
-    for i, line in enumerate(lines[1:], start=2):
+    offset = len(first)
+    for m in _LINE_RE.finditer(text, offset):  # lazily: lines are not all split up front
+        line = m.group()
         if line.rstrip() in ("---", "..."):
-            raw = text[len(lines[0]) : offset]
-            try:
-                data = yaml.safe_load(raw) if raw.strip() else {}
-            except yaml.YAMLError as e:
-                mark = getattr(e, "problem_mark", None)
-                where = f" (line {mark.line + 2})" if mark is not None else ""
-                raise CorpusError(
-                    f"{source}: invalid YAML front matter{where}: {getattr(e, 'problem', e)}; "
-                    "fix the block between the leading '---' lines or remove it"
-                ) from None
-            if data is None:
-                data = {}
-            if not isinstance(data, dict):
-                raise CorpusError(
-                    f"{source}: front matter must be a YAML mapping (key: value lines), "
-                    f"got {type(data).__name__}"
-                )
+            data = load_front_matter(text[len(first):offset], source)
             end = offset + len(line)
             return data, _BLANK_RE.sub(" ", text[:end]) + text[end:], end
         offset += len(line)

@@ -319,7 +319,8 @@ def combine_filters(filters: Sequence[str | Filter | None]) -> Filter | None:
 def chunk_fields(chunk: Chunk) -> dict[str, Any]:
     """The fields a filter sees for ``chunk``: its metadata plus doc_id, dir and path."""
     folder = chunk.doc_id.rsplit("/", 1)[0] if "/" in chunk.doc_id else ""
-    return {**chunk.metadata, "doc_id": chunk.doc_id, "dir": folder.split("/", 1)[0], "path": folder}
+    meta = {k if isinstance(k, str) else str(k): v for k, v in chunk.metadata.items()}  # a field is a name
+    return {**meta, "doc_id": chunk.doc_id, "dir": folder.split("/", 1)[0], "path": folder}
 
 
 class ChunkFilter:

@@ -1,0 +1,53 @@
+"""Checking an input path before anything opens it.
+
+Opening a FIFO blocks until a writer comes, and reading a device such as ``/dev/zero`` never ends, so every
+reader of a user-given file asks :func:`check_input_file` first: it says what the path is when it is not a
+regular file ("is a FIFO (named pipe), not a regular file") rather than "does not exist", and never opens it.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from .errors import ConfigError
+
+__all__ = ["check_input_file", "file_kind"]
+
+
+def file_kind(mode: int) -> str:
+    """What a ``st_mode`` is, as a phrase: "a regular file", "a folder", "a FIFO (named pipe)", ..."""
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "a special file"
+
+
+def check_input_file(path: str | os.PathLike[str], what: str = "file", *, error: type[Exception] = ConfigError,
+                     missing: type[Exception] | None = None) -> os.stat_result:
+    """The ``os.stat`` of ``path`` when it is a regular file (a symbolic link to one counts); otherwise raise
+    ``error`` (``missing`` when nothing is there, default ``error`` too) with one line that names ``what`` it
+    was meant to be and what it is. Nothing is opened."""
+    p = os.fspath(path)
+    try:
+        st = os.stat(p)
+    except (FileNotFoundError, NotADirectoryError):
+        try:
+            target = os.readlink(p) if os.path.islink(p) else None
+        except OSError:
+            target = None
+        if target is not None:
+            raise (missing or error)(f"{what} {p} is a symbolic link to {target}, which does not exist") from None
+        raise (missing or error)(f"{what} {p} does not exist") from None
+    except OSError as e:
+        raise error(f"cannot read {what} {p}: {e.strerror or e}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise error(f"{what} {p} is {file_kind(st.st_mode)}, not a regular file; point at a regular file")
+    return st
