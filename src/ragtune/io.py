@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Any
 
 from .errors import ConfigError
 
-__all__ = ["write_text", "write_json", "write_jsonl", "check_regular_file"]
+__all__ = ["write_text", "write_json", "write_jsonl", "check_regular_file", "json_finite", "some"]
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
@@ -45,3 +46,21 @@ def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> None
                 else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
                 else "not a regular file")
         raise ConfigError(f"{os.fspath(path)} is {kind}, not a regular file; remove it or point at regular files")
+
+
+def json_finite(o: Any) -> Any:
+    """``o`` with NaN and infinities made None (in dicts, lists and tuples, recursively), so the JSON is standard."""
+    if isinstance(o, float):
+        return o if math.isfinite(o) else None
+    if isinstance(o, dict):
+        return {k: json_finite(v) for k, v in o.items()}
+    if isinstance(o, (list, tuple)):
+        return [json_finite(v) for v in o]
+    return o
+
+
+def some(items: Any, n: int = 5, *, quote: bool = False) -> str:
+    """The first ``n`` of ``items`` in sorted order, comma-separated, and how many more: for error messages."""
+    items = sorted(items)
+    shown = ", ".join(map(repr if quote else str, items[:n]))
+    return shown + (f" and {len(items) - n} more" if len(items) > n else "")

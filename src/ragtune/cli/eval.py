@@ -6,7 +6,7 @@ import sys
 
 from ..answer.evaluate import answer_golden, render_estimate
 from ..errors import ConfigError
-from ..evaluate.evaluate import _finite
+from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
 from ..golden import load_golden
@@ -46,7 +46,7 @@ def cmd_eval(args) -> int:
     text = render_eval(result, failures=args.failures) + (render_answer_metrics(answers) if answers else "")
     extra = [render_candidates(table, args.rerank, args.budget_ms) if table else warning,
              render_rerank_usage(usage) if usage else None]
-    return _emit_gated(args, _finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
+    return _emit_gated(args, json_finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
 
 
 def _emit_gated(args, data, text) -> int:
@@ -83,7 +83,7 @@ def cmd_eval_external(args) -> int:
                           "outside ragtune (drop them)")
     result, summary = evaluate_outside(args.golden, split=args.split, corpus=args.corpus, ks=args.k, depth=args.depth,
                                        filters=args.filter, **kwargs(evaluate_outside, args))
-    return _emit_gated(args, _finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
+    return _emit_gated(args, json_finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
 
 
 def cmd_calibrate(args) -> int:

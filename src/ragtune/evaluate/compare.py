@@ -23,6 +23,7 @@ from typing import Annotated, Any
 
 import numpy as np
 
+from ..io import json_finite, some
 from ..errors import ConfigError
 from ..config import Opt
 from .run import Run, load_runs
@@ -63,15 +64,6 @@ def per_question(result: Mapping[str, Any], metric: str) -> dict[str, float]:
         out[q["id"]] = float("nan") if v is None else float(v)
     return out
 
-
-def _finite(o: Any) -> Any:
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
-    if isinstance(o, dict):
-        return {k: _finite(v) for k, v in o.items()}
-    if isinstance(o, (list, tuple)):
-        return [_finite(v) for v in o]
-    return o
 
 
 @dataclass(frozen=True)
@@ -185,7 +177,7 @@ class Report:
         d["systems"], d["metrics"] = list(self.systems), list(self.metrics)
         d["rows"] = [r.to_dict() for r in self.rows]
         d["notes"] = self.notes()
-        return _finite(d)
+        return json_finite(d)
 
     def to_json(self, *, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False, allow_nan=False)
@@ -331,16 +323,12 @@ def _check_questions(base: Run, run: Run) -> None:
         return
     parts = []
     if a - b:
-        parts.append(f"lacks {len(a - b)} question(s) ({_few(a - b)})")
+        parts.append(f"lacks {len(a - b)} question(s) ({some(a - b)})")
     if b - a:
-        parts.append(f"has {len(b - a)} extra ({_few(b - a)})")
+        parts.append(f"has {len(b - a)} extra ({some(b - a)})")
     raise ConfigError(f"the two results cover different questions: run {run.name!r} {' and '.join(parts)} of "
                       f"baseline {base.name!r}; compare runs of the same golden set")
 
-
-def _few(ids: Any, n: int = 5) -> str:
-    ids = sorted(ids)
-    return ", ".join(ids[:n]) + (f" and {len(ids) - n} more" if len(ids) > n else "")
 
 
 def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
@@ -348,7 +336,7 @@ def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
     x = np.array([v[i] for i in ids], dtype=np.float64)
     bad = [i for i, y in zip(ids, x) if not math.isfinite(y)]
     if bad:
-        raise ConfigError(f"metric {metric!r} is undefined in run {run.name!r} for question(s) {_few(bad)}; "
+        raise ConfigError(f"metric {metric!r} is undefined in run {run.name!r} for question(s) {some(bad)}; "
                           "compare on another metric")
     return x
 
@@ -515,7 +503,7 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["fixed"], d["broken"] = list(self.fixed), list(self.broken)
-        d["extra"] = _finite(dict(self.extra))
+        d["extra"] = json_finite(dict(self.extra))
         return d
 
     def to_json(self) -> str:

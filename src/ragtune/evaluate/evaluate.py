@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..corpus.corpus import AnchorSpan, Corpus
+from ..io import json_finite
 from ..errors import ConfigError, UnknownAnchorError
 from ..golden import GoldenItem, GoldenSet
 from ..progress import progress_iter
@@ -158,7 +159,7 @@ class EvalResult:
         }
 
     def to_json(self, path: str | os.PathLike[str] | None = None, *, indent: int | None = 2) -> str:
-        text = json.dumps(_finite(self.to_dict()), indent=indent, ensure_ascii=False, allow_nan=False)
+        text = json.dumps(json_finite(self.to_dict()), indent=indent, ensure_ascii=False, allow_nan=False)
         if path is not None:
             parent = os.path.dirname(os.fspath(path))
             if parent:
@@ -167,16 +168,6 @@ class EvalResult:
                 f.write(text + "\n")
         return text
 
-
-def _finite(o: Any) -> Any:
-    """NaN and infinities become None so the JSON is standard."""
-    if isinstance(o, float):
-        return o if math.isfinite(o) else None
-    if isinstance(o, dict):
-        return {k: _finite(v) for k, v in o.items()}
-    if isinstance(o, list):
-        return [_finite(v) for v in o]
-    return o
 
 
 def _mean_scores(results: Sequence[QuestionResult], keys: Sequence[str]) -> dict[str, float]:

@@ -329,12 +329,12 @@ def _power_tail(note: str) -> str:
 def write_baseline(result: Any, path: str | os.PathLike[str]) -> str:
     """Write ``result`` (an EvalResult or its dict) as the baseline file ``path`` (an ``eval --json`` file)."""
     from ..io import write_text
-    from .compare import _finite
+    from ..io import json_finite
 
     data = result.to_dict() if hasattr(result, "to_dict") and not isinstance(result, Mapping) else result
     if not isinstance(data, Mapping) or not isinstance(data.get("questions"), list):
         raise ConfigError("a baseline is an evaluation result (with a 'questions' list); pass an EvalResult")
-    write_text(path, json.dumps(_finite(dict(data)), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
+    write_text(path, json.dumps(json_finite(dict(data)), indent=2, ensure_ascii=False, allow_nan=False) + "\n")
     return os.fspath(path)
 
 

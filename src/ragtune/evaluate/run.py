@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ..io import some
 from ..errors import ConfigError, CorpusNotFoundError
 from ..io import check_regular_file
 from .evaluate import DEFAULT_KS, EvalResult
@@ -36,11 +37,6 @@ from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched
 
 __all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file"]
 
-
-def _few(ids: Iterable[str], n: int = 5) -> str:
-    ids = sorted(ids)
-    more = f" and {len(ids) - n} more" if len(ids) > n else ""
-    return ", ".join(map(repr, ids[:n])) + more
 
 
 @dataclass(frozen=True)
@@ -161,7 +157,7 @@ class Run:
             if retrieved:
                 rankings[qid] = tuple(str(h.get("anchor") or h.get("chunk_id")) for h in retrieved)
         if dupes:
-            raise ConfigError(f"{where}: duplicate question id(s) {_few(dupes)}; every question must "
+            raise ConfigError(f"{where}: duplicate question id(s) {some(dupes, quote=True)}; every question must "
                               "appear once (fix the golden set with `ragtune golden check`)")
         ks = (result.get("config") or {}).get("ks") if isinstance(result.get("config"), Mapping) else None
         if ks is not None and not (isinstance(ks, list) and ks and
@@ -486,7 +482,7 @@ def _score_parsed(parsed: _RunFile, golden: Any, corpus: Any, *, ks: Sequence[in
     unjudged = sorted(set(parsed.hits) - set(by_id))
     if parsed.hits and len(unjudged) == len(parsed.hits):
         raise ConfigError(f"{source}: none of the run's {len(parsed.hits)} question id(s) is in the golden set "
-                          f"({_few(unjudged)}); score the run against the golden set it was made for")
+                          f"({some(unjudged, quote=True)}); score the run against the golden set it was made for")
     rankings = {qid: hits_to_ranking(by_id[qid].q, hits, len(hits), matcher, question=qid)
                 for qid, hits in parsed.hits.items() if qid in by_id}
     extra = {"format": parsed.format, **({"questions_not_in_golden": unjudged} if unjudged else {})}
