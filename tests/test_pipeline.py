@@ -82,3 +82,18 @@ def test_eval_records_redact_url_credentials(tmp_path):
     out = _redacted({**p.describe(), "pipeline": {"milvus_uri": "http://root:s3cret@127.0.0.1:19530?token=abc"}})
     text = str(out)
     assert "s3cret" not in text and "abc" not in text and "127.0.0.1:19530" in text
+
+
+def test_an_embedder_name_is_parsed_once_into_a_typed_spec():
+    from ragtune.embed import EmbedderSpec, with_prefixes
+
+    name = with_prefixes("BAAI/bge-small-en-v1.5", "query: ", "passage: ")
+    spec = EmbedderSpec.parse(name)
+    assert (spec.kind, spec.model, spec.query_prefix, spec.passage_prefix) == \
+        ("st", "BAAI/bge-small-en-v1.5", "query: ", "passage: ")
+    assert EmbedderSpec.parse(spec.name) == spec and spec.name == name
+    assert EmbedderSpec.parse("sentence-transformers/all-MiniLM-L6-v2") == EmbedderSpec("minilm")
+    cfg = PipelineConfig.from_flags({"retriever": "dense", "embedder": name})
+    assert cfg.embedder_spec == spec
+    with pytest.raises(ConfigError, match="expected query_prefix=TEXT or passage_prefix=TEXT"):
+        EmbedderSpec.parse("st:x|prefix=q")

@@ -8,11 +8,11 @@ from ..errors import ConfigError
 from .base import DEFAULT_EMBEDDER, Embedder, l2_normalize
 from .cache import CachedEmbedder, EmbeddingCache, default_cache_dir
 from .onnx import OnnxEmbedder
+from .spec import PREFIX_OPTIONS, EmbedderSpec, split_prefixes
 
-__all__ = ["DEFAULT_EMBEDDER", "CachedEmbedder", "Embedder", "EmbeddingCache", "OnnxEmbedder", "default_cache_dir",
+__all__ = ["DEFAULT_EMBEDDER", "EmbedderSpec", "CachedEmbedder", "Embedder", "EmbeddingCache", "OnnxEmbedder", "default_cache_dir",
            "get_embedder", "l2_normalize", "split_prefixes", "with_prefixes"]
 
-PREFIX_OPTIONS = ("query_prefix", "passage_prefix")
 
 
 def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
@@ -32,18 +32,6 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     from ..registry import EMBEDDERS as registry
 
     return registry.build(name)
-
-
-def split_prefixes(arg: str) -> tuple[str, dict[str, str]]:
-    """``"BAAI/bge-small-en-v1.5|query_prefix=Represent ...: "`` -> the model and its prefix options."""
-    base, *parts = arg.split("|")
-    opts: dict[str, str] = {}
-    for part in parts:
-        key, sep, value = part.partition("=")
-        if not sep or key not in PREFIX_OPTIONS:
-            raise ConfigError(f"embedder option {part!r} after '|': expected query_prefix=TEXT or passage_prefix=TEXT")
-        opts[key] = value
-    return base, opts
 
 
 def with_prefixes(embedder: str, query_prefix: str | None = None, passage_prefix: str | None = None) -> str:

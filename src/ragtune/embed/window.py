@@ -24,11 +24,11 @@ def embedder_tokenizer(embedder: str) -> str | None:
     """The ``tokenizer`` chunker option that counts in ``embedder``'s tokens, or None when it is not available
     offline (``e5-small``, whose tokenizer is inside its binary; hosted ``openai:`` models; an ``st:`` hub model
     not in the local cache)."""
-    from ..registry import EMBEDDERS
+    from .spec import EmbedderSpec
 
-    name = EMBEDDERS.canonical(embedder).split("|")[0]  # without query/passage prefixes
-    kind, _, arg = name.partition(":")
-    if name == DEFAULT_EMBEDDER:
+    spec = EmbedderSpec.parse(embedder)  # the prefixes do not change the tokenizer
+    kind, arg = spec.kind, spec.model
+    if kind == DEFAULT_EMBEDDER:
         return "minilm"  # the bundled MiniLM tokenizer (chunking.tokens)
     if kind == "onnx" and arg:
         path = Path(arg) / "tokenizer.json"

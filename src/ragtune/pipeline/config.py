@@ -166,6 +166,13 @@ class PipelineConfig:
 
     uses_vectors = property(lambda self: RETRIEVERS.get(self.retriever).uses_embedder)
 
+    @property
+    def embedder_spec(self):
+        """The embedder as a typed :class:`~ragtune.embed.EmbedderSpec` (kind, model, query/passage prefixes)."""
+        from ..embed.spec import EmbedderSpec
+
+        return EmbedderSpec.parse(self.embedder)
+
     def resolved(self, corpus_kind: str) -> "PipelineConfig":
         """``auto`` and an unset prefix replaced by what they mean for this kind of corpus."""
         chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
