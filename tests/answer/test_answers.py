@@ -93,8 +93,7 @@ def test_openai_garbage_is_an_error(llm):
 
 
 @pytest.mark.parametrize("llm", [[429, "Refunds take 14 days [1].", ("refusal", "")]], indirect=True)
-def test_anthropic_generator_through_the_sdk(llm, monkeypatch):
-    pytest.importorskip("anthropic")
+def test_anthropic_generator_through_the_messages_api(llm, monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
     gen = AnthropicGenerator("claude-test", base_url=llm.url, max_retries=2, timeout=5)
     a = gen.generate("How long do refunds take?", CTX)
