@@ -9,6 +9,21 @@ Canonical form is JSONL, one item a line::
 marks a proposed question no person has accepted yet (``ragtune golden draft``,
 with its drafting notes under ``"draft"``): drafts are never scored;
 ``ragtune golden review`` accepts them.
+
+Judgments beyond the relevant anchors (all optional; a file without them loads as before)::
+
+    {"id": "q1", "q": "...", "relevant": {"billing.md#refunds": 2},
+     "judged": {"billing.md#invoices": 0},
+     "judgments": [{"anchor": "billing.md#invoices", "grade": 0, "by": "ana", "at": "2025-03-02",
+                    "pool": "pool.jsonl"}]}
+
+``judged`` records anchors someone judged and found not relevant (a list of anchors, or anchor -> 0): a run
+retrieving them is judged there, not in a hole (``judged@k``). ``relevant`` stays the one place a relevant
+anchor is listed, so a reader that ignores ``judged`` scores the same; an anchor listed in both must carry the
+same grade there, anything else is a conflict. ``judgments`` is the provenance of labels, one record per
+judgment: ``anchor``, ``grade`` (0 = not relevant), ``by`` (a person's name, or ``llm:<model>`` for an LLM's
+label), optional ``at`` (an ISO 8601 date or time) and ``pool`` (the pool file it came from). A record must
+agree with the item's label for its anchor. See docs/concepts/judgments.md.
 """
 
 from __future__ import annotations
@@ -19,6 +34,7 @@ import json
 import math
 import os
 from collections import Counter
+from datetime import date, datetime
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,10 +47,36 @@ from .corpus.loaders import is_beir_folder, iter_jsonl, read_text_file
 from .errors import CorpusError, CorpusNotFoundError, GoldenSetError
 from .types import Document, Section
 
-__all__ = ["GoldenItem", "GoldenSet", "GoldenProblem", "GoldenReport", "load_golden", "check_golden"]
+__all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden"]
 
-_FIELDS = ("id", "q", "relevant", "tags", "status", "draft")
+_FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
+_JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool")
 STATUSES = ("draft",)  # an accepted item has no status
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One judgment of one anchor for one question: its ``grade`` (0 = not relevant), who gave it (``by``: a
+    person's name, or ``llm:<model>``), when (``at``, ISO 8601) and from which pool file (``pool``)."""
+
+    anchor: str
+    grade: float
+    by: str
+    at: str | None = None
+    pool: str | None = None
+
+    @property
+    def by_llm(self) -> bool:
+        return self.by.startswith("llm:")
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"anchor": self.anchor, "grade": _number(self.grade), "by": self.by}
+        d.update({k: v for k, v in (("at", self.at), ("pool", self.pool)) if v is not None})
+        return d
+
+
+def _number(x: float) -> float | int:
+    return int(x) if float(x).is_integer() else x
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,10 +87,43 @@ class GoldenItem:
     tags: tuple[str, ...] = ()
     status: str | None = None  # "draft": proposed, not yet accepted by a person; never scored
     draft: Mapping[str, Any] = field(default_factory=dict)  # drafting notes (section, overlap, flags)
+    judged: Mapping[str, float] = field(default_factory=dict)  # anchor -> grade as judged (0: not relevant)
+    judgments: tuple[Judgment, ...] = ()  # provenance: who judged which anchor, when, from which pool
 
     @property
     def answerable(self) -> bool:
         return bool(self.relevant)
+
+    @property
+    def not_relevant(self) -> tuple[str, ...]:
+        """Anchors judged and found not relevant (grade 0 in ``judged``, not in ``relevant``)."""
+        return tuple(a for a, g in self.judged.items() if g == 0 and a not in self.relevant)
+
+    @property
+    def judged_anchors(self) -> dict[str, float]:
+        """Every anchor with a judgment, with its grade: the relevant ones and the judged-not-relevant ones."""
+        return {**{a: 0.0 for a in self.not_relevant}, **self.relevant}
+
+    def conflicts(self) -> list[str]:
+        """One line per label that contradicts another: a ``judged`` grade differing from ``relevant``, a
+        positive ``judged`` grade missing from ``relevant``, a ``judgments`` record disagreeing with the label."""
+        out = []
+        for a, g in self.judged.items():
+            if a in self.relevant and self.relevant[a] != g:
+                out.append(f"{a!r} is relevant with grade {_number(self.relevant[a])} but judged {_number(g)}; "
+                           "keep one grade")
+            elif a not in self.relevant and g > 0:
+                out.append(f"{a!r} is judged relevant (grade {_number(g)}) but not listed in 'relevant'; add it "
+                           "there or judge it 0")
+        labels = self.judged_anchors
+        for j in self.judgments:
+            if j.anchor not in labels:
+                out.append(f"the judgment of {j.anchor!r} by {j.by} (grade {_number(j.grade)}) has no label; add "
+                           "the anchor to 'relevant' or 'judged'")
+            elif labels[j.anchor] != j.grade:
+                out.append(f"the judgment of {j.anchor!r} by {j.by} gives grade {_number(j.grade)} but the label "
+                           f"is {_number(labels[j.anchor])}; make them agree")
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         grades = set(self.relevant.values())
@@ -60,6 +135,11 @@ class GoldenItem:
             d["status"] = self.status
         if self.draft:
             d["draft"] = dict(self.draft)
+        if self.judged:
+            d["judged"] = list(self.judged) if set(self.judged.values()) <= {0} else \
+                {a: _number(g) for a, g in self.judged.items()}
+        if self.judgments:
+            d["judgments"] = [j.to_dict() for j in self.judgments]
         return d
 
 
@@ -94,6 +174,7 @@ class GoldenSet:
             if not item.q.strip():
                 out.append((i, "empty_question",
                             f"{where}: question {item.id!r} has an empty 'q'; write the question or remove the item"))
+            out.extend((i, "judgment_conflict", f"{where}: question {item.id!r}: {c}") for c in item.conflicts())
         return out
 
     def __len__(self) -> int:
@@ -165,7 +246,72 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     draft = obj.get("draft") or {}
     if not isinstance(draft, Mapping):
         raise GoldenSetError(f"{where}: 'draft' must be an object of drafting notes, got {type(draft).__name__}")
-    return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft))
+    return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft),
+                      judged=_parse_judged(obj.get("judged"), where),
+                      judgments=_parse_judgments(obj.get("judgments"), where))
+
+
+def _grade(v: Any, what: str) -> float:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise GoldenSetError(f"{what} must be a finite number >= 0 (0 = judged not relevant), got {v!r}")
+    return float(v)
+
+
+def _iso_time(v: Any) -> bool:
+    if not isinstance(v, str):
+        return False
+    try:
+        datetime.fromisoformat(v[:-1] + "+00:00" if v.endswith("Z") else v)
+    except ValueError:
+        return False
+    return True
+
+
+def _parse_judged(raw: Any, where: str) -> dict[str, float]:
+    if raw is None:
+        return {}
+    if isinstance(raw, list):
+        raw = {a: 0 for a in raw} if all(isinstance(a, str) and a.strip() for a in raw) else raw
+    if not isinstance(raw, Mapping):
+        raise GoldenSetError(f"{where}: 'judged' must list the anchors judged not relevant "
+                             f"([\"guide.md#fees\"]) or map anchor -> grade ({{\"guide.md#fees\": 0}}), got {raw!r}")
+    if any(not str(a).strip() for a in raw):
+        raise GoldenSetError(f"{where}: 'judged' has an empty anchor; write anchors like \"guide.md#fees\"")
+    return {str(a).strip(): _grade(g, f"{where}: 'judged' grade of {a!r}") for a, g in raw.items()}
+
+
+def _parse_judgments(raw: Any, where: str) -> tuple[Judgment, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise GoldenSetError(f"{where}: 'judgments' must be a list of records {{\"anchor\", \"grade\", \"by\", "
+                             f"\"at\", \"pool\"}}, got {type(raw).__name__}")
+    out = []
+    for n, rec in enumerate(raw, start=1):
+        what = f"{where}: judgment {n}"
+        if not isinstance(rec, Mapping):
+            raise GoldenSetError(f"{what}: expected an object with {', '.join(_JUDGMENT_FIELDS)}, got {rec!r}")
+        unknown = sorted(set(rec) - set(_JUDGMENT_FIELDS))
+        if unknown:
+            raise GoldenSetError(f"{what}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: "
+                                 f"{', '.join(_JUDGMENT_FIELDS)}")
+        for name in ("anchor", "by"):
+            if not isinstance(rec.get(name), str) or not rec[name].strip():
+                raise GoldenSetError(f"{what}: {name!r} must be a non-empty string (anchor: \"guide.md#fees\"; by: a "
+                                     f"person's name or \"llm:<model>\"), got {rec.get(name)!r}")
+        if "grade" not in rec:
+            raise GoldenSetError(f"{what}: missing 'grade' (0 = not relevant, 1 or more = relevant)")
+        at, pool = rec.get("at"), rec.get("pool")
+        if isinstance(at, (date, datetime)):  # YAML reads an unquoted 2025-03-02 as a date
+            at = at.isoformat()
+        if at is not None and not _iso_time(at):
+            raise GoldenSetError(f"{what}: 'at' must be an ISO 8601 date or time such as \"2025-03-02\" or "
+                                 f"\"2025-03-02T14:05:00Z\", got {at!r}")
+        if pool is not None and not isinstance(pool, str):
+            raise GoldenSetError(f"{what}: 'pool' must be the pool file's name, got {pool!r}")
+        out.append(Judgment(rec["anchor"].strip(), _grade(rec["grade"], f"{what}: 'grade'"), rec["by"].strip(),
+                            at, pool))
+    return tuple(out)
 
 
 def _load_jsonl(path: Path) -> GoldenSet:
@@ -210,7 +356,8 @@ def _load_yaml(path: Path) -> GoldenSet:
 
 
 def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
-    """Queries with at least one positive judgement in ``qrels/<split>.tsv``; when the folder holds a
+    """Queries with at least one positive judgement in ``qrels/<split>.tsv`` (grades of 0 or less are kept as
+    judged not relevant, ``GoldenItem.judged``, as trec_eval counts them judged); when the folder holds a
     ``labels.jsonl`` whose entries say ``"answerable": false``, those queries join as unanswerable."""
     base = Path(root)
     qrels_path = base / "qrels" / f"{split}.tsv"
@@ -232,6 +379,7 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
         queries[qid] = obj["text"]
         lines[qid] = lineno
     rel: dict[str, dict[str, float]] = {}
+    zero: dict[str, dict[str, float]] = {}  # judged, not relevant
     reader = csv.reader(io.StringIO(read_text_file(qrels_path)), delimiter="\t")
     for lineno, row in enumerate(reader, start=1):
         if not row or (lineno == 1 and row[0] == "query-id"):
@@ -248,10 +396,14 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
                                  "use an integer grade (0 for not relevant, 1 or more for relevant)")
         if grade > 0:
             rel.setdefault(qid, {})[did] = grade
+        else:  # judged, not relevant (a negative grade, as some qrels write it, too)
+            zero.setdefault(qid, {})[did] = 0.0
     missing = [q for q in rel if q not in queries]
     if missing:
         raise GoldenSetError(f"{qrels_path}: {len(missing)} query id(s) not in queries.jsonl, e.g. {missing[0]!r}")
-    items = [GoldenItem(id=qid, q=queries[qid], relevant=grades) for qid, grades in rel.items()]
+    items = [GoldenItem(id=qid, q=queries[qid], relevant=grades,
+                        judged={d: g for d, g in zero.get(qid, {}).items() if d not in grades})
+             for qid, grades in rel.items()]
     labels = base / "labels.jsonl"
     if labels.is_file():  # e.g. SQuAD 2.0: questions marked "answerable": false become unanswerable items
         for lineno, obj in iter_jsonl(labels):
@@ -371,7 +523,7 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
     problems: list[GoldenProblem] = []
     for i, (item, where) in enumerate(zip(golden, golden.locations)):
         problems.extend(own.get(i, ()))
-        for anchor in item.relevant:
+        for anchor in dict.fromkeys([*item.relevant, *item.judged, *(j.anchor for j in item.judgments)]):
             if not corpus.has_anchor(anchor):
                 hint = tuple(corpus.suggest(anchor))
                 more = f"; did you mean: {', '.join(hint)}?" if hint else "; no similar anchor (run `ragtune anchors --corpus ...` to list them)"
@@ -384,5 +536,7 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
         "tags": golden.tag_counts(),
         "relevant_anchors": sum(len(i.relevant) for i in golden),
         "drafts": len(golden.drafts),
+        "judged_not_relevant": sum(len(i.not_relevant) for i in golden),
+        "judgments": sum(len(i.judgments) for i in golden),
     }
     return GoldenReport(tuple(problems), summary)
