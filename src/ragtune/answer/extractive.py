@@ -1,6 +1,7 @@
 """An offline generator that needs no LLM: it quotes the context sentences that best match the question.
 
-Each selected sentence is cited. When no sentence shares enough of the
+Each selected sentence is quoted whole and cited (sentences as :func:`~ragtune.answer.sentences.split_sentences`
+finds them: never cut inside inline code, a URL, an identifier or a version number). When no sentence shares enough of the
 question's content words, the answer is ``not_found``. This is a baseline
 that makes the whole flow work offline, not a language model: it cannot
 paraphrase, combine facts or notice that a matching sentence does not
@@ -9,12 +10,12 @@ actually answer.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Sequence
 
 from ..types import Chunk
 from .base import NOT_FOUND, Answer, citations_in
+from .sentences import split_sentences
 from .text import content_terms
 
 __all__ = ["DEFAULT_MIN_OVERLAP", "ExtractiveGenerator", "split_sentences"]
@@ -24,18 +25,6 @@ __all__ = ["DEFAULT_MIN_OVERLAP", "ExtractiveGenerator", "split_sentences"]
 # set measured; 0.5, the earlier default, refused more answerable than unanswerable questions. The table and
 # the command that produced it: docs/concepts/abstention.md#extractive-threshold
 DEFAULT_MIN_OVERLAP = 0.3
-
-_SENT_RE = re.compile(r"[^.!?\n]+(?:[.!?]+[\"')\]]*|\n|$)")
-
-
-def split_sentences(text: str) -> list[str]:
-    out = []
-    for m in _SENT_RE.finditer(text):
-        s = " ".join(m.group().split())
-        if len(s) > 1 and re.search(r"\w", s):
-            out.append(s)
-    return out
-
 
 class ExtractiveGenerator:
     name = "extractive"

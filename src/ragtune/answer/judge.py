@@ -15,7 +15,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from .base import Answer, build_prompt
-from .extractive import split_sentences
+from .sentences import split_sentences
 from ..llm import ChatLLM, ask_parsed, estimate_tokens, json_values
 from .text import content_terms
 
@@ -29,11 +29,11 @@ def claims(text: str) -> list[tuple[str, list[int]]]:
     """Answer sentences with the context numbers each cites (a citation after the full stop counts too)."""
     moved = re.sub(r"([.!?])(" + _CITES + ")", r"\2\1", text)
     out = []
-    for sent in re.split(r"(?<=[.!?])\s+", moved.strip()):
+    for sent in split_sentences(moved):
         if not re.search(r"\w", _CITE_RE.sub("", sent)):
             continue
         nums = [int(n) for m in _CITE_RE.finditer(sent) for n in m.group(1).split(",")]
-        out.append((_CITE_RE.sub("", sent).strip(), nums))
+        out.append((re.sub(r"\s*" + _CITE_RE.pattern, "", sent).strip(), nums))
     return out
 
 
