@@ -77,13 +77,57 @@ def test_a_large_drop_on_too_few_questions_passes_with_a_note(tmp_path, capsys):
     _eval(tmp_path, _run(tmp_path, "good", 4), golden, "--baseline", str(base), "--update-baseline")
     bad = _run(tmp_path, "bad", 4, {1, 2})
     capsys.readouterr()
-    assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--metric", "recall@10", "--json") == 0
+    assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--metric", "recall@10", "--json",
+                 "--require-significance") == 0
     data = json.loads(capsys.readouterr().out)
     check = data["gate"]["checks"][0]
     assert check["status"] == "not-significant" and check["delta"] == pytest.approx(-0.5)
     assert "not significant" in check["note"] and "questions" in check["note"]
-    # the tolerance alone (significance 1) fails it
+    # the tolerance alone (the default, or significance 1) fails it
     assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--metric", "recall@10", "--significance", "1") == 1
+    assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--metric", "recall@10") == 1
+
+
+def test_max_drop_fails_a_drop_beyond_it_unless_significance_is_asked_for(tmp_path, capsys):
+    """Issue 25 item 5: a 12-point drop on 34 questions (4 broken: the randomization test cannot go below p 0.125)
+    failed nothing; --max-drop now fails it, and with significance asked for the gate says up front what it can
+    detect, in the terminal, the JSON, the JUnit XML and the markdown summary."""
+    rows = [{"id": f"q{i}", "q": f"question {i}", "relevant": [f"d{i:02d}.md"]} for i in reversed(range(34))]
+    golden = write_jsonl(tmp_path / "golden.jsonl", rows)  # ids out of order (q33 ... q0): the gate sorts them
+    base = tmp_path / "baseline.json"
+    good = [{"id": f"q{i}", "hits": [f"d{i:02d}.md"]} for i in range(34)]
+    _eval(tmp_path, write_jsonl(tmp_path / "good.jsonl", good), golden, "--baseline", str(base), "--update-baseline")
+    bad = write_jsonl(tmp_path / "bad.jsonl", [{"id": f"q{i}", "hits": [] if i in {30, 3, 17, 9} else
+                                                [f"d{i:02d}.md"]} for i in range(34)])
+    capsys.readouterr()
+    assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--max-drop", "0.02") == 1
+    out = capsys.readouterr().out
+    assert "regression gate FAILED" in out and "the tolerance alone decides" in out
+    assert "detects drops of about" not in out
+    assert out.split("questions broken (4: first relevant hit left the top k):\n")[1].splitlines() == [
+        "  q3: question 3", "  q9: question 9", "  q17: question 17", "  q30: question 30"]  # sorted
+    for flag in (["--require-significance"], ["--significance", "0.05"]):
+        junit, summary = tmp_path / "g.xml", tmp_path / "g.md"
+        assert _eval(tmp_path, bad, golden, "--baseline", str(base), "--max-drop", "0.02", "--json", "--junit",
+                     str(junit), "--summary", str(summary), *flag) == 0
+        gate = json.loads(capsys.readouterr().out)["gate"]
+        assert gate["passed"] and gate["require_significance"] and gate["significance"] == 0.05
+        assert gate["broken"] == ["q3", "q9", "q17", "q30"]
+        detect = gate["checks"][0]["detectable_drop"]
+        assert detect is not None and detect > 0.02
+        assert gate["detectable"].startswith("with 34 questions the test detects drops of about recall@10 ")
+        assert "passes as NOT-SIGNIFICANT" in gate["detectable"]
+        props = {e.get("name"): e.get("value") for e in ET.parse(junit).getroot().iter("property")}
+        assert props["require_significance"] == "true" and float(props["detectable_drop.recall@10"]) == \
+            pytest.approx(detect, abs=1e-4)
+        md = summary.read_text().splitlines()
+        assert md[2].startswith("_fails when") and md[4].startswith("_with 34 questions the test detects drops")
+    text = regression_gate(evaluate_run_file(bad, load_golden(golden)), base, require_significance=True).to_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("regression gate PASSED") and lines[2].startswith("  (with 34 questions")
+    assert regression_gate(evaluate_run_file(bad, load_golden(golden)), base).exit_code == 1
+    with pytest.raises(ConfigError, match="cannot fail a drop"):
+        regression_gate(evaluate_run_file(bad, load_golden(golden)), base, require_significance=True, significance=1)
 
 
 def test_update_baseline_round_trips(tmp_path, capsys):

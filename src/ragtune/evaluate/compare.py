@@ -33,6 +33,8 @@ from .significance import (
     check_test,
     correct,
     detectable_effect,
+    format_p,
+    p_equals,
     paired_test,
     questions_needed,
 )
@@ -154,7 +156,7 @@ class Report:
             if not r.changed:
                 out.append(f"{head} no question changed, so there is nothing to test (p = 1).")
                 continue
-            s = (f"{head} {r.delta:+.4f} is not significant ({adj}p = {r.p_adjusted:.3g}). With {r.n} questions the "
+            s = (f"{head} {r.delta:+.4f} is not significant ({adj}p {p_equals(r.p_adjusted)}). With {r.n} questions the "
                  f"smallest difference detectable at alpha {self.mde_alpha:.3g} with power {self.power:g} is about "
                  f"±{r.mde:.4f}" if r.mde is not None else f"{head} {r.delta:+.4f} is not significant")
             wants = []
@@ -187,8 +189,8 @@ class Report:
         if r.is_baseline:
             return [r.system + " (baseline)", mean, "", "", "", "", "", "", ""]
         return [
-            r.system, mean, f"{r.delta:+.4f} [{r.delta_low:+.4f}, {r.delta_high:+.4f}]", f"{r.p_value:.4g}",
-            f"{r.p_adjusted:.4g}" + (" *" if r.significant else ""), f"{r.wins}/{r.ties}/{r.losses}",
+            r.system, mean, f"{r.delta:+.4f} [{r.delta_low:+.4f}, {r.delta_high:+.4f}]", format_p(r.p_value),
+            format_p(r.p_adjusted) + (" *" if r.significant else ""), f"{r.wins}/{r.ties}/{r.losses}",
             str(len(r.fixed or ())), str(len(r.broken or ())), "-" if r.mde is None else f"{r.mde:.4f}",
         ]
 
@@ -512,7 +514,7 @@ class Comparison:
     def to_text(self) -> str:
         lines = [
             f"{self.metric}: {self.baseline} {self.baseline_mean:.4f} -> {self.candidate} {self.candidate_mean:.4f} "
-            f"({self.delta:+.4f}, p={self.p_value:.4g}, {self.test} test, {self.samples} samples, seed {self.seed}, "
+            f"({self.delta:+.4f}, p{p_equals(self.p_value, tight=True)}, {self.test} test, {self.samples} samples, seed {self.seed}, "
             f"n={self.n})",
             f"wins {self.wins}  ties {self.ties}  losses {self.losses}",
             f"fixed ({len(self.fixed)}, first hit now in the top {self.k}): {', '.join(self.fixed) or '-'}",
@@ -524,7 +526,7 @@ class Comparison:
         return (f"| metric | {self.baseline} | {self.candidate} | delta | p | W/T/L | fixed | broken |\n"
                 f"|---|---|---|---|---|---|---|---|\n"
                 f"| {self.metric} | {self.baseline_mean:.4f} | {self.candidate_mean:.4f} | {self.delta:+.4f} | "
-                f"{self.p_value:.4g} | {self.wins}/{self.ties}/{self.losses} | {len(self.fixed)} | "
+                f"{format_p(self.p_value)} | {self.wins}/{self.ties}/{self.losses} | {len(self.fixed)} | "
                 f"{len(self.broken)} |")
 
 

@@ -1,19 +1,19 @@
 """``regression_gate``: fail a CI job when retrieval got worse than a committed baseline.
 
-A metric fails the gate when both hold:
+A metric fails the gate when it dropped by more than ``max_drop`` (absolute, in
+the metric's units: 0.02 is two points of recall@10; for a metric where lower
+is better, such as ``context_tokens@k``, it rose by more).
 
-- it dropped by more than ``max_drop`` (absolute, in the metric's units:
-  0.02 is two points of recall@10; for a metric where lower is better, such
-  as ``context_tokens@k``, it rose by more), and
-- the paired test of :func:`ragtune.compare` over the same questions says the
-  drop is real: corrected p-value below ``significance``. With
-  ``significance=1`` the tolerance alone decides.
-
-A drop beyond the tolerance that is not significant passes with a note saying
-how many questions it would take to tell (a golden set of 8 questions cannot
-show a 5-point drop). The report renders as text, markdown (a CI job page) and
+Only when significance is asked for (``require_significance=True``, or a
+``significance`` level below 1) must the paired test of :func:`ragtune.compare`
+over the same questions also say the drop is real: corrected p-value below
+``significance``. A drop beyond the tolerance that is not significant then
+passes with a note saying how many questions it would take to tell, and the
+report says up front which drop the test can detect with this many questions
+(a golden set of 8 questions cannot show a 5-point drop), so a blind gate is
+not read as a guard. The report renders as text, markdown (a CI job page) and
 JUnit XML (one testcase per metric), and lists the questions broken: those whose
-first relevant hit left the top k.
+first relevant hit left the top k, sorted.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
@@ -30,6 +31,7 @@ from typing import Annotated, Any
 from ..errors import ConfigError, CorpusNotFoundError
 from ..config import Opt
 from .run import Run, _eval_result_or_none
+from .significance import format_p
 from .table import parse_metric
 
 __all__ = ["GateCheck", "GateReport", "regression_gate", "write_baseline", "DEFAULT_GATE_METRICS", "check_gate",
@@ -58,6 +60,7 @@ class GateCheck:
     broken: tuple[str, ...]
     fixed: tuple[str, ...]
     note: str | None = None
+    detectable_drop: float | None = None  # the drop the paired test can detect with these questions (MDE)
 
     @property
     def passed(self) -> bool:
@@ -66,7 +69,7 @@ class GateCheck:
     def line(self) -> str:
         """``recall@10  0.8500 -> 0.7000  -0.1500 [-0.2500, -0.0500]  p 0.004  FAIL``"""
         return (f"{self.metric}: {self.baseline:.4f} -> {self.current:.4f}  {self.delta:+.4f} "
-                f"[{self.delta_low:+.4f}, {self.delta_high:+.4f}]  p {self.p_adjusted:.3g}  "
+                f"[{self.delta_low:+.4f}, {self.delta_high:+.4f}]  p {format_p(self.p_adjusted)}  "
                 f"{self.status.upper()}")
 
     def to_dict(self) -> dict[str, Any]:
@@ -89,6 +92,13 @@ class GateReport:
     n: int
     checks: tuple[GateCheck, ...]
     questions: Mapping[str, str]
+    power: float = 0.8
+    mde_alpha: float = 0.05  # the per-metric alpha the detectable drops are computed at
+
+    @property
+    def require_significance(self) -> bool:
+        """Whether a drop must also be significant to fail (``significance`` below 1)."""
+        return self.significance < 1
 
     @property
     def passed(self) -> bool:
@@ -105,14 +115,30 @@ class GateReport:
 
     @property
     def broken(self) -> tuple[str, ...]:
-        """Questions broken on any metric, in order of first appearance."""
-        return tuple(dict.fromkeys(q for c in self.checks for q in c.broken))
+        """Questions broken on any metric, sorted (question ids in natural order: q2 before q10)."""
+        return tuple(sorted({q for c in self.checks for q in c.broken}, key=_natural))
 
     def _rule(self) -> str:
-        sig = ("the tolerance alone decides" if self.significance >= 1 else
+        sig = ("(the tolerance alone decides: no significance test was asked for)"
+               if self.significance >= 1 else
                f"and the drop is significant ({self.test} test, {self.correction} correction, p < "
                f"{self.significance:g})")
         return f"fails when a metric drops by more than {self.max_drop:g} {sig}"
+
+    def detectable(self) -> str | None:
+        """With significance asked for: which drop the test can detect with this many questions, and whether the
+        gate is blind between the tolerance and that (None when the tolerance alone decides)."""
+        if not self.require_significance:
+            return None
+        known = [(c.metric, c.detectable_drop) for c in self.checks]
+        parts = [f"{m} {d:.4f}" if d is not None else f"{m} unknown (no question changed)" for m, d in known]
+        text = (f"with {self.n} questions the test detects drops of about {', '.join(parts)} (power {self.power:g}, "
+                f"alpha {self.mde_alpha:.3g} per metric)")
+        blind = [m for m, d in known if d is not None and d > self.max_drop + _EPS]
+        if blind:
+            text += (f"; a drop between {self.max_drop:g} and that passes as NOT-SIGNIFICANT on {', '.join(blind)}: "
+                     "add questions, or let the tolerance alone decide (no significance test)")
+        return text
 
     def _verdict(self) -> str:
         if self.passed:
@@ -131,6 +157,8 @@ class GateReport:
 
     def to_text(self, *, limit: int = 20) -> str:
         lines = [self._verdict(), f"  ({self._rule()})"]
+        if self.detectable():
+            lines.append(f"  ({self.detectable()})")
         lines += [f"  {c.line()}" for c in self.checks]
         notes = [c.note for c in self.checks if c.note]
         if notes:
@@ -144,11 +172,12 @@ class GateReport:
         """A summary for a CI job page (GitHub's $GITHUB_STEP_SUMMARY, a GitLab artifact, a PR comment)."""
         icon = {"pass": "✅ pass", "fail": "❌ fail", "not-significant": "⚠️ not significant"}
         out = [f"### {'✅' if self.passed else '❌'} {self._verdict()}", "", f"_{self._rule()}_", "",
+               *([f"_{self.detectable()}_", ""] if self.detectable() else []),
                f"| metric | baseline | this run | delta [95% CI] | p ({self.correction}) | broken | fixed | verdict |",
                "|---|---|---|---|---|---|---|---|"]
         for c in self.checks:
             out.append(f"| {c.metric} | {c.baseline:.4f} | {c.current:.4f} | {c.delta:+.4f} "
-                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}] | {c.p_adjusted:.3g} | {len(c.broken)} | "
+                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}] | {format_p(c.p_adjusted)} | {len(c.broken)} | "
                        f"{len(c.fixed)} | {icon[c.status]} |")
         notes = [c.note for c in self.checks if c.note]
         if notes:
@@ -165,16 +194,22 @@ class GateReport:
                            failures=str(len(self.failures)), errors="0", skipped="0")
         props = ET.SubElement(suite, "properties")
         for k, v in (("baseline", self.baseline), ("max_drop", f"{self.max_drop:g}"),
-                     ("significance", f"{self.significance:g}"), ("test", self.test), ("questions", str(self.n))):
+                     ("significance", f"{self.significance:g}"), ("test", self.test), ("questions", str(self.n)),
+                     ("require_significance", str(self.require_significance).lower())):
             ET.SubElement(props, "property", name=k, value=v)
+        if self.detectable():
+            for c in self.checks:
+                ET.SubElement(props, "property", name=f"detectable_drop.{c.metric}",
+                              value="unknown" if c.detectable_drop is None else f"{c.detectable_drop:.4f}")
+            ET.SubElement(suite, "system-out").text = self.detectable()
         for c in self.checks:
             case = ET.SubElement(suite, "testcase", classname="ragtune.gate", name=c.metric, time="0")
             summary = (f"{c.metric} {c.baseline:.4f} -> {c.current:.4f}: delta {c.delta:+.4f}, 95% CI "
-                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}], p {c.p_adjusted:.3g}, n={c.n}")
+                       f"[{c.delta_low:+.4f}, {c.delta_high:+.4f}], p {format_p(c.p_adjusted)}, n={c.n}")
             if c.status == "fail":
                 fail = ET.SubElement(case, "failure", message=f"dropped beyond {self.max_drop:g}: {summary}",
                                      type="RegressionGate")
-                qs = [f"{q}: {self.questions.get(q, '')}".rstrip(": ") for q in c.broken]
+                qs = [f"{q}: {self.questions.get(q, '')}".rstrip(": ") for q in sorted(c.broken, key=_natural)]
                 fail.text = summary + ("\nbroken questions:\n" + "\n".join(qs) if qs else "")
             else:
                 ET.SubElement(case, "system-out").text = summary + (f"\n{c.note}" if c.note else "")
@@ -184,7 +219,9 @@ class GateReport:
     def to_dict(self) -> dict[str, Any]:
         return {"passed": self.passed, "baseline": self.baseline, "max_drop": self.max_drop,
                 "significance": self.significance, "test": self.test, "correction": self.correction, "n": self.n,
-                "checks": [c.to_dict() for c in self.checks], "broken": list(self.broken)}
+                "checks": [c.to_dict() for c in self.checks], "broken": list(self.broken),
+                "require_significance": self.require_significance, "detectable": self.detectable(),
+                "power": self.power, "mde_alpha": self.mde_alpha}
 
     def write_junit(self, path: str | os.PathLike[str]) -> str:
         from ..io import write_text
@@ -197,6 +234,11 @@ class GateReport:
 
         write_text(path, self.to_markdown())
         return os.fspath(path)
+
+
+def _natural(q: str) -> tuple:
+    """Sort key of a question id: digit runs compare as numbers (q2 before q10)."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.findall(r"\d+|\D+", q))
 
 
 def _as_run(x: Any, name: str, golden: Any = None, corpus: Any = None, options: Any = None,
@@ -261,10 +303,10 @@ def _pick_metrics(metrics: Sequence[str] | str | None, base: Run, cur: Run) -> t
     return picked
 
 
-def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, significance: float = 0.05,
-                    metrics: Sequence[str] | str | None = None, test: str = "randomization",
-                    correction: str = "holm", samples: int = 10000, seed: int = 0, golden: Any = None,
-                    corpus: Any = None, options: Any = None) -> GateReport:
+def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, significance: float | None = None,
+                    require_significance: bool = False, metrics: Sequence[str] | str | None = None,
+                    test: str = "randomization", correction: str = "holm", samples: int = 10000, seed: int = 0,
+                    golden: Any = None, corpus: Any = None, options: Any = None) -> GateReport:
     """Judge ``result`` (this run) against ``baseline`` (the committed one), metric by metric.
 
     Both are eval results (:class:`EvalResult`, its ``to_dict()``, a :class:`Run`) or, for the
@@ -274,18 +316,25 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
     They must cover the same answerable questions.
     ``metrics`` default to recall@10, mrr and ndcg@10 (those both have). A metric fails when
     ``baseline - current > max_drop`` (``current - baseline`` for a metric the table marks lower-is-better,
-    such as ``context_tokens@k``) and the paired ``test``'s p-value, corrected with
-    ``correction`` across the metrics, is below ``significance`` (``significance >= 1``: the
-    tolerance alone decides). Deltas, CIs and p-values come from :func:`ragtune.compare`.
+    such as ``context_tokens@k``): by default the tolerance alone decides. Significance is asked for by
+    ``require_significance`` (at ``significance``, default 0.05) or by a ``significance`` below 1: a drop then
+    fails only when the paired ``test``'s p-value, corrected with ``correction`` across the metrics, is below it,
+    and each check carries the drop the test can detect with these questions (``detectable_drop``).
+    Deltas, CIs and p-values come from :func:`ragtune.compare`.
     """
     from .compare import compare
 
     if not (isinstance(max_drop, (int, float)) and math.isfinite(max_drop) and max_drop >= 0):
         raise ConfigError(f"max_drop must be a number >= 0 (in the metric's units: 0.02 is two points), "
                           f"got {max_drop!r}")
-    if not (isinstance(significance, (int, float)) and 0 < significance <= 1):
+    if significance is not None and not (isinstance(significance, (int, float)) and 0 < significance <= 1):
         raise ConfigError(f"significance must be in (0, 1] (0.05 is usual; 1 lets the tolerance alone decide), "
                           f"got {significance!r}")
+    if significance is None:
+        significance = 0.05 if require_significance else 1.0
+    elif require_significance and significance >= 1:
+        raise ConfigError("require_significance with significance=1 asks for a test that cannot fail a drop; give a "
+                          "level below 1 (0.05 is usual), or drop require_significance to let the tolerance decide")
     cur, cur_texts = _as_run(result, "current")
     base, base_texts = _as_run(baseline, "baseline", golden, corpus, options, ks=cur.ks)
     picked = _pick_metrics(metrics, base, cur)
@@ -309,15 +358,18 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
         if status == "not-significant":
             moved, change = ("dropped", "drop") if higher else ("rose (lower is better)", "rise")
             note = (f"{r.metric} {moved} {loss:.4f} (more than {max_drop:g}) but the {change} is not significant "
-                    f"(p {r.p_adjusted:.3g} >= {significance:g}), so the gate passes. "
+                    f"(p {format_p(r.p_adjusted)} >= {significance:g}), so the gate passes. "
                     + _power_tail(notes.get(r.metric, "")))
         checks.append(GateCheck(
             metric=r.metric, status=status, n=r.n, baseline=report.row("baseline", r.metric).mean, current=r.mean,
             delta=r.delta, delta_low=r.delta_low, delta_high=r.delta_high, p_value=r.p_value,
-            p_adjusted=r.p_adjusted, k=r.k, broken=tuple(r.broken or ()), fixed=tuple(r.fixed or ()), note=note))
+            p_adjusted=r.p_adjusted, k=r.k, broken=tuple(sorted(r.broken or (), key=_natural)),
+            fixed=tuple(sorted(r.fixed or (), key=_natural)), note=note,
+            detectable_drop=r.mde if significance < 1 else None))
     return GateReport(baseline=base.source or "baseline", max_drop=float(max_drop), significance=float(significance),
                       test=test, correction=correction, n=report.n, checks=tuple(checks),
-                      questions={**base_texts, **cur_texts})
+                      questions={**base_texts, **cur_texts}, power=float(report.power),
+                      mde_alpha=float(report.mde_alpha))
 
 
 def _power_tail(note: str) -> str:
@@ -354,8 +406,12 @@ def ci_gate(result: Any, *,
             baseline: Annotated[str | None, Opt("eval JSON (or run file eval --run reads) to compare with: exit 1 "
                                                 "when a metric really dropped", metavar="FILE")] = None,
             max_drop: Annotated[float, Opt("tolerated drop in a metric's units", lo=0.0, hi=1e9)] = 0.02,
-            significance: Annotated[float, Opt("a drop fails only when its corrected p is below this (1: tolerance "
-                                               "alone)", lo=1e-9, hi=1.0)] = 0.05,
+            significance: Annotated[float | None, Opt("ask for a significance test: a drop beyond --max-drop fails "
+                                                      "only when its corrected p is below this (default: the "
+                                                      "tolerance alone decides; 0.05 with --require-significance)",
+                                                      lo=1e-9, hi=1.0, metavar="P")] = None,
+            require_significance: Annotated[bool, Opt("fail only on significant drops (at --significance, default "
+                                                      "0.05); the gate says which drop it can detect")] = False,
             metric: Annotated[tuple[str, ...], Opt("metric to gate (repeatable; default recall@10, mrr, ndcg@10)",
                                                    metavar="NAME")] = (),
             junit: Annotated[str | None, Opt("write the verdict as JUnit XML (one testcase per metric)",
@@ -375,7 +431,8 @@ def ci_gate(result: Any, *,
         return None
     if baseline is None:
         return None
-    gate = regression_gate(result, baseline, max_drop=max_drop, significance=significance, metrics=metric or None,
+    gate = regression_gate(result, baseline, max_drop=max_drop, significance=significance,
+                           require_significance=require_significance, metrics=metric or None,
                            golden=golden, corpus=corpus, options=options)
     for path, write in ((junit, gate.write_junit), (summary, gate.write_summary)):
         if path:

@@ -32,6 +32,8 @@ __all__ = [
     "check_test",
     "correct",
     "detectable_effect",
+    "format_p",
+    "p_equals",
     "holm",
     "paired_test",
     "questions_needed",
@@ -42,6 +44,21 @@ __all__ = [
 TESTS = ("randomization", "bootstrap", "t-test")
 CORRECTIONS = ("holm", "bonferroni", "none")
 _BATCH = 1000  # resamples drawn at a time: bounds memory to 1000 x questions
+
+
+def format_p(p: float | None) -> str:
+    """A p-value as people read it: three significant digits (``0.01``, ``0.0625``, ``1``), and ``< 0.001`` below
+    0.001, where a resampling test's floor ``1 / (samples + 1)`` would print as ``9.999e-05``; ``-`` when unknown."""
+    if p is None or not math.isfinite(p):
+        return "-"
+    return "< 0.001" if p < 0.001 else f"{p:.3g}"
+
+
+def p_equals(p: float | None, *, tight: bool = False) -> str:
+    """What follows "p" in a sentence: ``= 0.01`` or ``< 0.001`` (``=0.01``, ``<0.001`` when ``tight``)."""
+    text = format_p(p)
+    text = text if text.startswith("<") else f"= {text}"
+    return text.replace(" ", "") if tight else text
 
 
 def check_test(name: str) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..evaluate.compare import compare
 from ..evaluate.run import Run
-from ..evaluate.significance import bootstrap_ci
+from ..evaluate.significance import bootstrap_ci, p_equals
 from ..evaluate.table import find_metric
 from .grid import Grid, GridError
 
@@ -170,7 +170,7 @@ class SweepResult:
             if r["key"] == self.baseline_key:
                 cmp = "(baseline)"
             elif vs:
-                cmp = f"{vs['delta']:+.3f} (p={vs['p_holm']:.3g}) {vs['wins']}/{vs['ties']}/{vs['losses']}"
+                cmp = f"{vs['delta']:+.3f} (p{p_equals(vs['p_holm'], tight=True)}) {vs['wins']}/{vs['ties']}/{vs['losses']}"
                 lo, hi = vs.get("delta_ci") or (None, None)
                 if lo is not None and hi is not None:
                     cmp_ci = f"[{lo:+.3f}, {hi:+.3f}]"
