@@ -232,3 +232,17 @@ def test_compare_runs_keeps_its_contract(systems):
 
 def test_exported_from_the_package():
     assert ragtune.compare is compare and ragtune.Run is Run
+
+
+def test_p_values_print_readably():
+    """Issue 25 item 13: the randomization test's floor 1/10001 printed as 9.999e-05 and 100/10001 as 0.009999."""
+    from ragtune.evaluate.significance import format_p, p_equals
+
+    assert format_p(9.999e-05) == "< 0.001" and format_p(0.009999) == "0.01" and format_p(0.0625) == "0.0625"
+    assert format_p(1.0) == "1" and format_p(None) == "-" and format_p(float("nan")) == "-"
+    assert p_equals(0.5) == "= 0.5" and p_equals(1e-5, tight=True) == "<0.001"
+    base = run_from_ranks("base", [1] * N)
+    worse = run_from_ranks("worse", [None] * N)
+    text = compare([base, worse], baseline="base", metrics=["recall@10"], correction="none").to_text()
+    row = next(line for line in text.splitlines() if line.startswith("worse"))
+    assert "< 0.001" in row and "e-0" not in text and "0.0000999" not in text
