@@ -2,7 +2,7 @@
 
 import pytest
 
-import ragtune.pipeline as pipeline_mod
+import ragtune.pipeline.build as pipeline_mod
 from ragtune.corpus import load_corpus
 from ragtune.embed import get_embedder
 from ragtune.embed.window import embedder_tokenizer, window_overflow
