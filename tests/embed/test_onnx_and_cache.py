@@ -286,3 +286,25 @@ def test_build_search_and_serve_of_a_hybrid_store_with_a_read_only_cache(tmp_pat
         proc.kill()
         proc.wait(10)
     assert WARNING in err.read_text(errors="replace")
+
+
+def test_the_default_cache_is_per_user_not_the_working_directory(tmp_path, monkeypatch):
+    """Issue 25 item 13: the cache was `.ragtune-cache` under the working directory, so running from another folder
+    embedded everything again. The default is now a per-user folder, the same from any folder; RAGTUNE_CACHE_DIR
+    still overrides it."""
+    from ragtune.embed.cache import default_cache_dir
+
+    monkeypatch.delenv("RAGTUNE_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    here = default_cache_dir()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    assert default_cache_dir() == here == tmp_path / "xdg" / "ragtune" and here.is_absolute()
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "ragtune"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/path")  # invalid under the XDG spec: ignored
+    assert default_cache_dir() == tmp_path / "home" / ".cache" / "ragtune"
+    monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(tmp_path / "mine"))
+    assert default_cache_dir() == tmp_path / "mine"
