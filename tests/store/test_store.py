@@ -97,6 +97,47 @@ def test_migrate_promotes_only_within_the_allowed_drop(corpus_dir, tmp_path):
     assert store.rollback().id == loose["blue"]  # blue kept for rollback
 
 
+def test_migrate_refuses_before_building_when_there_is_no_embedder_to_change(corpus_dir, tmp_path, capsys, monkeypatch):
+    """Issue 25 item 13, through the CLI: a store whose retriever and chunker use no embedding model (bm25 over
+    sections), or a migrate to the embedder the store already uses, is refused with exit 2 before any version is
+    built or any text embedded; a bm25 store over semantic chunks (its chunker embeds) may migrate."""
+    import ragtune.store.build as store_build
+
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS])
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(cache))
+
+    def migrate_cli(store, embedder):
+        capsys.readouterr()
+        code = main(["index", "migrate", "--store", store, "--embedder", embedder, "--golden", str(golden)])
+        return code, capsys.readouterr().err
+
+    bm25 = str(tmp_path / "bm25")
+    assert main(["index", "build", "--store", bm25, "--corpus", str(corpus_dir), "--retriever", "bm25"]) == 0
+    code, err = migrate_cli(bm25, "e5-small")
+    assert code == 2 and "v0001 uses bm25 retrieval over section chunks" in err and "nothing to migrate" in err
+    assert [v.id for v in IndexStore(bm25).list()] == ["v0001"] and IndexStore(bm25).current_id() == "v0001"
+    assert not (cache / "embeddings.sqlite").exists()  # nothing was embedded
+
+    pytest.importorskip("onnxruntime")
+    hybrid = str(tmp_path / "hybrid")
+    assert main(["index", "build", "--store", hybrid, "--corpus", str(corpus_dir), "--retriever", "hybrid"]) == 0
+    code, err = migrate_cli(hybrid, "minilm")
+    assert code == 2 and "already uses the embedder minilm: nothing to migrate" in err
+    assert [v.id for v in IndexStore(hybrid).list()] == ["v0001"]
+
+    semantic = str(tmp_path / "semantic")
+    assert main(["index", "build", "--store", semantic, "--corpus", str(corpus_dir), "--retriever", "bm25",
+                 "--chunker", "semantic"]) == 0
+
+    def stop(*args, **kwargs):
+        raise RuntimeError("the checks passed")
+
+    monkeypatch.setattr(store_build, "build_version", stop)
+    with pytest.raises(RuntimeError, match="the checks passed"):
+        migrate(IndexStore(semantic), "e5-small", load_golden(golden))
+
+
 def _onnx_copy(tmp_path):
     """A second ONNX embedder folder (same weights under another name: a different model id)."""
     import shutil

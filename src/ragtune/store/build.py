@@ -9,13 +9,12 @@ from typing import Any
 
 import numpy as np
 
-from ..chunking import chunk_documents
 from ..corpus.corpus import Corpus
 from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError, EmptyIndexError
 from ..golden import GoldenSet
 from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, warn_window
-from ..registry import CHUNKERS, RETRIEVERS
+from ..registry import RETRIEVERS
 from ..retrieve.bm25 import BM25Retriever
 from ..types import Chunk
 from .milvus import build_collection, is_milvus
@@ -116,8 +115,11 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         parents_by_doc.setdefault(p.doc_id, []).append(p)
 
     config = config.resolved(corpus.kind)
-    chunker = CHUNKERS.build(config.chunker, options=config.chunker_config())
-    new_chunks, new_parents = chunk_documents([d for d in corpus if d.id in redo], chunker)
+    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
+    # only the added and changed documents are chunked: the same chunking a full build asks its resources for
+    changed_part = Corpus([d for d in corpus if d.id in redo], kind=corpus.kind, root=corpus.root)
+    fresh = resources.chunking(changed_part, config) if redo else None
+    new_chunks, new_parents = (list(fresh.chunks), list(fresh.parents)) if fresh else ([], [])
     fresh_by_doc: dict[str, list[Chunk]] = {}
     for c in new_chunks:
         fresh_by_doc.setdefault(c.doc_id, []).append(c)
@@ -133,7 +135,6 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
     if not chunks:
         raise StoreError("the refreshed corpus produced no chunks: nothing to index")
 
-    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
     vectors = embedding = None
     stats: dict[str, Any] = {"added": [d.id for d in added], "changed": [d.id for d in changed], "removed": removed,
                              "documents_chunked": len(redo), "chunks_new": len(new_chunks),
@@ -252,11 +253,16 @@ def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: fl
 
     blue = store.get()
     config = PipelineConfig.from_dict(blue.manifest["config"])
-    if not config.uses_vectors:
-        raise StoreError(f"{blue.id} uses {config.retriever} retrieval, which has no embedding model to migrate; "
-                         "build a dense or hybrid version first")
+    if not config.uses_embedder:  # neither its retriever nor its chunker embeds: nothing a new model would change
+        raise StoreError(f"{blue.id} uses {config.retriever} retrieval over {config.chunker} chunks, neither of which "
+                         f"uses an embedding model, so there is nothing to migrate to {embedder}; build a dense or "
+                         f"hybrid version first (ragtune index build --retriever hybrid --embedder {embedder})")
+    target = replace(config, embedder=embedder)  # an unknown embedder name fails here, before anything is built
+    if target.key == config.key:
+        raise StoreError(f"{blue.id} already uses the embedder {config.embedder}: nothing to migrate; name another "
+                         "embedder")
     corpus = store.corpus(blue.id)
-    green = build_version(store, corpus, replace(config, embedder=embedder), promote=False, show_progress=show_progress)
+    green = build_version(store, corpus, target, promote=False, show_progress=show_progress)
     results = {}
     for name, v in (("blue", blue), ("green", green)):
         results[name] = run_eval(load_pipeline(store, v.id), golden).to_dict()
