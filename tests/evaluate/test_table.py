@@ -55,7 +55,8 @@ def test_scores_have_the_keys_order_and_values_of_the_hand_written_list(ks):
 
 
 def test_the_table_rows_and_what_the_report_is_sent():
-    assert list(METRICS) == ["recall", "hit", "precision", "mrr", "ndcg", "map", "r_precision", "context_tokens"]
+    assert list(METRICS) == ["recall", "hit", "precision", "mrr", "ndcg", "map", "r_precision", "context_tokens",
+                             "judged", "recall_upper", "mrr_upper", "ndcg_upper"]
     ctx = METRICS["context_tokens"]
     assert (ctx.bounded, ctx.higher_is_better, ctx.label, ctx.needs) == (False, False, "ctx tokens", ("tokens",))
     assert not METRICS["mrr"].takes_k and METRICS["ndcg"].always_k == (10,)

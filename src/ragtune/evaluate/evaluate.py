@@ -37,25 +37,39 @@ def covers(chunk: Chunk, span: AnchorSpan) -> bool:
     return chunk.start < span.end and max(chunk.end, chunk.start + 1) > span.start
 
 
-def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float]) -> Judgement:
+def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float],
+          not_relevant: Sequence[AnchorSpan] = ()) -> Judgement:
     """Judge ``ranking`` against one question's anchor ``spans`` (with their ``grades``): for each anchor the rank
     where a chunk first :func:`covers` it, for each rank whether its chunk covers any, and each chunk's tokens.
+
+    What was judged, too: for each rank whether its chunk covers a relevant anchor or one of ``not_relevant``
+    (the anchors judged not relevant), and for each unjudged anchor retrieved (a chunk covering no judged anchor,
+    named by :attr:`Chunk.anchor`, its section) the rank first retrieved: the holes.
 
     The anchors are indexed by document once, so each retrieved chunk is tested only against the anchors of its
     own document (one pass over the ranking, not one :func:`covers` call per rank and anchor)."""
     by_doc: dict[str, list[int]] = {}
     for i, span in enumerate(spans):
         by_doc.setdefault(span.doc_id, []).append(i)
+    zero: dict[str, list[AnchorSpan]] = {}
+    for span in not_relevant:
+        zero.setdefault(span.doc_id, []).append(span)
     first = np.full(len(spans), np.inf)
     rank_hits = np.zeros(len(ranking.hits), dtype=bool)
+    judged = np.zeros(len(ranking.hits), dtype=bool)
+    holes: dict[str, int] = {}
     for r, hit in enumerate(ranking.hits):
         for i in by_doc.get(hit.chunk.doc_id, ()):
             if covers(hit.chunk, spans[i]):
                 rank_hits[r] = True
                 if first[i] == np.inf:
                     first[i] = r + 1
+        judged[r] = rank_hits[r] or any(covers(hit.chunk, z) for z in zero.get(hit.chunk.doc_id, ()))
+        if not judged[r]:
+            holes.setdefault(hit.chunk.anchor, r + 1)
     tokens = np.array([h.chunk.tokens or 0 for h in ranking.hits], dtype=np.float64)
-    return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits, tokens)
+    return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits, tokens, judged,
+                     np.array(list(holes.values()), dtype=np.float64))
 
 
 def context_tokens(ranking: Ranking, k: int) -> float:
@@ -175,15 +189,22 @@ def _mean_scores(results: Sequence[QuestionResult], keys: Sequence[str]) -> dict
 
 
 def _resolve_all(golden: GoldenSet, corpus: Corpus) -> dict[str, list[AnchorSpan]]:
-    resolved: dict[str, list[AnchorSpan]] = {}
-    for item in golden:
-        try:
-            resolved[item.id] = [corpus.resolve(a) for a in item.relevant]
-        except UnknownAnchorError as e:
-            raise UnknownAnchorError(
-                f"question {item.id!r}: {e}; run `ragtune golden check` to list every problem"
-            ) from None
-    return resolved
+    """Question id -> the spans of its relevant anchors."""
+    return {item.id: _resolve(item, item.relevant, corpus) for item in golden}
+
+
+def _resolve_not_relevant(golden: GoldenSet, corpus: Any) -> dict[str, list[AnchorSpan]]:
+    """Question id -> the spans of its anchors judged not relevant."""
+    return {item.id: _resolve(item, item.not_relevant, corpus) for item in golden}
+
+
+def _resolve(item: GoldenItem, anchors: Any, corpus: Any) -> list[AnchorSpan]:
+    try:
+        return [corpus.resolve(a) for a in anchors]
+    except UnknownAnchorError as e:
+        raise UnknownAnchorError(
+            f"question {item.id!r}: {e}; run `ragtune golden check` to list every problem"
+        ) from None
 
 
 def evaluate(
@@ -213,7 +234,7 @@ def evaluate(
                 for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
     rankings, unit = apply_k_unit(rankings, spans_by_id, k_unit)
     cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
-    return _score(rankings, golden, spans_by_id, ks, cfg)
+    return _score(rankings, golden, spans_by_id, ks, cfg, zero=_resolve_not_relevant(golden, corpus))
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
@@ -252,18 +273,19 @@ def evaluate_rankings(
     spans_by_id = _resolve_all(golden, corpus)
     full, unit = apply_k_unit(full, spans_by_id, k_unit)
     cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
-    return _score(full, golden, spans_by_id, ks, cfg, matching)
+    return _score(full, golden, spans_by_id, ks, cfg, matching, zero=_resolve_not_relevant(golden, corpus))
 
 
 def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapping[str, list[AnchorSpan]],
-           ks: tuple[int, ...], cfg: dict[str, Any], matching: Mapping[str, Any] | None = None) -> EvalResult:
+           ks: tuple[int, ...], cfg: dict[str, Any], matching: Mapping[str, Any] | None = None, *,
+           zero: Mapping[str, list[AnchorSpan]] | None = None) -> EvalResult:
     kmax = ks[-1]
     results: list[QuestionResult] = []
     stage_times: dict[str, list[float]] = {}
     totals: list[float] = []
     for item in golden.items:
         ranking = rankings[item.id]
-        results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax))
+        results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax, (zero or {}).get(item.id, ())))
         for stage, t in ranking.timings.items():
             stage_times.setdefault(stage, []).append(t)
         totals.append(sum(ranking.timings.values()))
@@ -283,8 +305,8 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
 
 
 def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan], ks: tuple[int, ...],
-                     kmax: int) -> QuestionResult:
-    j = judge(ranking, spans, list(item.relevant.values()))
+                     kmax: int, not_relevant: Sequence[AnchorSpan] = ()) -> QuestionResult:
+    j = judge(ranking, spans, list(item.relevant.values()), not_relevant)
     anchor_ranks = {a: (None if math.isinf(r) else int(r)) for a, r in zip(item.relevant, j.first_ranks)}
     covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
     missed = tuple(a for a in item.relevant if a not in covered)
@@ -293,7 +315,7 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
         {
             "chunk_id": h.chunk.id, "doc_id": h.chunk.doc_id, "anchor": h.chunk.anchor, "score": h.score,
             "start": h.chunk.start, "end": h.chunk.end, "relevant": bool(j.rank_hits[r]),
-            "text": h.chunk.text[:SNIPPET_CHARS],
+            "judged": bool(j.judged[r]), "text": h.chunk.text[:SNIPPET_CHARS],
         }
         for r, h in enumerate(ranking.hits[:kmax])
     )

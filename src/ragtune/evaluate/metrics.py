@@ -6,6 +6,14 @@ A question is judged by two arrays built once from its ranking:
   covered by a retrieved chunk, ``inf`` if it never is;
 - ``rank_hits[r]``: whether the chunk at rank ``r + 1`` covers any relevant anchor.
 
+Two more arrays say what was judged (see docs/concepts/judgments.md):
+
+- ``judged[r]``: whether the chunk at rank ``r + 1`` covers any anchor with a judgment (relevant, or judged
+  not relevant);
+- ``hole_ranks[h]``: for each distinct unjudged anchor (a retrieved chunk covering no judged anchor, named by
+  its section anchor), the rank where it is first retrieved. The ``*_upper`` functions score the ranking as if
+  every hole were relevant (grade 1); today's figure is the lower end.
+
 Where one chunk is one document these reduce to the usual document-level
 definitions (trec_eval / ir_measures); the parity test checks it to 1e-6.
 None of these functions mutates its inputs.
@@ -16,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k", "dcg_discounts",
-           "average_precision_at_k", "r_precision"]
+           "average_precision_at_k", "r_precision", "judged_at_k", "recall_upper_at_k", "reciprocal_rank_upper",
+           "ndcg_upper_at_k"]
 
 
 def recall_at_k(first_ranks: np.ndarray, k: int) -> float:
@@ -91,3 +100,40 @@ def r_precision(first_ranks: np.ndarray, rank_hits: np.ndarray) -> float:
     if first_ranks.size == 0:
         return float("nan")
     return precision_at_k(rank_hits, int(first_ranks.size))
+
+
+def judged_at_k(judged: np.ndarray, k: int) -> float:
+    """Share of the top ``k`` retrieved positions whose chunk covers an anchor with a judgment (relevant or judged
+    not relevant): ir_measures' ``Judged@k``, which divides by the number retrieved when fewer than ``k``. With
+    nothing retrieved nothing is unjudged: 1.0."""
+    n = min(int(k), int(judged.size))
+    return 1.0 if n == 0 else float(np.count_nonzero(judged[:n]) / n)
+
+
+def recall_upper_at_k(first_ranks: np.ndarray, hole_ranks: np.ndarray, k: int) -> float:
+    r"""Recall at ``k`` if every hole in the top ``k`` were a relevant anchor:
+    :math:`(|\{a : rank_a \le k\}| + h_k) / (|R| + h_k)`, with :math:`h_k` the holes first retrieved in the top
+    ``k``. Never below :func:`recall_at_k`; equal to it when the top ``k`` holds no hole."""
+    if first_ranks.size == 0:
+        return float("nan")
+    h = int(np.count_nonzero(hole_ranks <= k))
+    return float((np.count_nonzero(first_ranks <= k) + h) / (first_ranks.size + h))
+
+
+def reciprocal_rank_upper(first_ranks: np.ndarray, hole_ranks: np.ndarray) -> float:
+    """Reciprocal rank if every hole were relevant: 1 / the rank of the first chunk covering a relevant anchor or
+    a hole (as deep as retrieval went)."""
+    if first_ranks.size == 0:
+        return float("nan")
+    best = min(first_ranks.min(), hole_ranks.min() if hole_ranks.size else np.inf)
+    return 0.0 if not np.isfinite(best) else float(1.0 / best)
+
+
+def ndcg_upper_at_k(first_ranks: np.ndarray, grades: np.ndarray, hole_ranks: np.ndarray, k: int) -> float:
+    """nDCG at ``k`` if every hole in the top ``k`` were relevant with grade 1 (added to the ideal ranking too).
+    Usually above :func:`ndcg_at_k`; it can sit slightly below when a hole found late raises the ideal more than
+    the gain (a question with relevant anchors never retrieved)."""
+    if first_ranks.size == 0:
+        return float("nan")
+    holes = hole_ranks[hole_ranks <= k]
+    return ndcg_at_k(np.concatenate([first_ranks, holes]), np.concatenate([grades, np.ones(holes.size)]), k)

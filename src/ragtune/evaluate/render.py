@@ -6,7 +6,7 @@ import math
 
 from .evaluate import EvalResult
 
-__all__ = ["render_eval", "bar"]
+__all__ = ["render_eval", "bar", "judged_line"]
 
 
 def bar(value: float, width: int = 20) -> str:
@@ -18,6 +18,18 @@ def bar(value: float, width: int = 20) -> str:
 
 def _fmt(v: float) -> str:
     return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+
+
+def judged_line(m: dict, kmax: int) -> str:
+    """One line on how much of the top 10 was judged and how far the unjudged hits could move the figures."""
+    judged = m["judged@10"]
+    if judged >= 1.0:
+        return "judged@10 1.00: every hit in the top 10 has a judgment, so the figures above are exact"
+    moves = [(label, m[low], m[up]) for label, low, up in (
+        ("nDCG@10", "ndcg@10", "ndcg_upper@10"), (f"recall@{kmax}", f"recall@{kmax}", f"recall_upper@{kmax}"),
+        ("MRR", "mrr", "mrr_upper")) if low in m and up in m]
+    return f"judged@10 {_fmt(judged)}: unjudged hits could lift " + ", ".join(
+        f"{label} from {_fmt(low)} {'up to' if up >= low else 'to'} {_fmt(up)}" for label, low, up in moves)
 
 
 def render_eval(result: EvalResult, *, failures: int = 5) -> str:
@@ -39,6 +51,8 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         lines.append("  ".join(f"precision@{k} {_fmt(m[f'precision@{k}'])}" for k in ks))
         lines.append(f"mrr {_fmt(m['mrr'])}  ndcg@10 {_fmt(m['ndcg@10'])}")
         lines.append("context tokens (mean): " + "  ".join(f"@{k} {m[f'context_tokens@{k}']:.0f}" for k in ks))
+        if "judged@10" in m:
+            lines.append(judged_line(m, ks[-1]))
     lines.append(
         f"questions {len(result.questions)}: {result.n_answerable} answerable, "
         f"{result.n_unanswerable} unanswerable (excluded from retrieval means)"

@@ -38,7 +38,7 @@ __all__ = ["Judgement", "Metric", "METRICS", "register_metric", "unregister_metr
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _CUTOFF = re.compile(r"[1-9][0-9]*\Z")  # plain ASCII digits, no leading zero: the key evaluation writes
-_OPTIONAL = ("tokens",)  # Judgement fields a metric may need that not every source of rankings has
+_OPTIONAL = ("tokens", "judged", "hole_ranks")  # Judgement fields a metric may need that not every source of rankings has
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +49,8 @@ class Judgement:
     grades: np.ndarray  # per relevant anchor, its grade
     rank_hits: np.ndarray  # per rank, covers any relevant anchor
     tokens: np.ndarray | None = None  # per rank, the chunk's token count; None when unknown (a run file)
+    judged: np.ndarray | None = None  # per rank, covers any anchor with a judgment (relevant or judged not)
+    hole_ranks: np.ndarray | None = None  # per distinct unjudged anchor retrieved, the rank first retrieved
 
     @property
     def first_hit_rank(self) -> int | None:
@@ -162,6 +164,22 @@ def _context_tokens(j: Judgement, k: int) -> float:
     return float(np.sum(j.tokens[:k]))  # type: ignore[index]  # needs=("tokens",): never None here
 
 
+def _judged(j: Judgement, k: int) -> float:
+    return m.judged_at_k(j.judged, k)  # type: ignore[arg-type]  # needs=("judged",): never None here
+
+
+def _recall_upper(j: Judgement, k: int) -> float:
+    return m.recall_upper_at_k(j.first_ranks, j.hole_ranks, k)  # type: ignore[arg-type]
+
+
+def _mrr_upper(j: Judgement) -> float:
+    return m.reciprocal_rank_upper(j.first_ranks, j.hole_ranks)  # type: ignore[arg-type]
+
+
+def _ndcg_upper(j: Judgement, k: int) -> float:
+    return m.ndcg_upper_at_k(j.first_ranks, j.grades, j.hole_ranks, k)  # type: ignore[arg-type]
+
+
 _TABLE: dict[str, Metric] = {}
 METRICS = MappingProxyType(_TABLE)  # name -> Metric, in the order scores are written
 """The metric table, read-only; add rows with :func:`register_metric`."""
@@ -201,6 +219,15 @@ for _row in (
            "anchors (trec_eval's Rprec)"),
     Metric("context_tokens", _context_tokens, bounded=False, higher_is_better=False, label="ctx tokens",
            needs=("tokens",), description="tokens of the top k chunks, what the model is handed (fewer is better)"),
+    Metric("judged", _judged, always_k=(10,), needs=("judged",), description="share of the top k chunks covering "
+           "an anchor with a judgment (relevant or judged not relevant); judged@10 is always scored"),
+    Metric("recall_upper", _recall_upper, needs=("hole_ranks",), label="recall (upper)", description="recall@k if "
+           "every unjudged section in the top k were relevant (recall@k is the lower end)"),
+    Metric("mrr_upper", _mrr_upper, takes_k=False, needs=("hole_ranks",), label="mrr (upper)",
+           description="MRR if every unjudged section retrieved were relevant (mrr is the lower end)"),
+    Metric("ndcg_upper", _ndcg_upper, always_k=(10,), needs=("hole_ranks",), label="ndcg (upper)",
+           description="nDCG@k if every unjudged section in the top k were relevant, grade 1 (ndcg@k is today's "
+           "figure)"),
 ):
     register_metric(_row)
 del _row
