@@ -33,9 +33,13 @@ def test_golden_check_exit_codes(md_corpus, tmp_path, capsys):
     out = capsys.readouterr().out
     assert "unknown anchor 'guide/billing.md#refund' (q1" in out and "g.jsonl:1" in out  # the question and its line
     assert "did you mean: guide/billing.md#refunds" in out
-    good = str(write_jsonl(tmp_path / "ok.jsonl", [{"id": "q1", "q": "x", "relevant": ["faq.md"], "tags": ["t"]}]))
+    good = str(write_jsonl(tmp_path / "ok.jsonl", [{"id": "q1", "q": "x", "relevant": ["faq.md"], "tags": ["t"]},
+                                                   {"id": "q2", "q": "y", "relevant": ["faq.md#accounts"]}]))
     assert main(["golden", "check", "--corpus", str(md_corpus), "--golden", good]) == 0
-    assert "ok: 1 questions (1 answerable, 0 unanswerable)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ok: 2 questions (2 answerable, 0 unanswerable)" in out
+    # the documents the anchors are in (one, faq.md), not the corpus size (three)
+    assert "2 relevant anchors, all found, in 1 of the corpus's 3 documents" in out
 
 
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):

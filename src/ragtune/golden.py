@@ -535,6 +535,9 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
         "unanswerable": len(golden.unanswerable),
         "tags": golden.tag_counts(),
         "relevant_anchors": sum(len(i.relevant) for i in golden),
+        # the documents the relevant anchors point into (those found), and the corpus they were looked up in
+        "documents": len({corpus.resolve(a).doc_id for i in golden for a in i.relevant if corpus.has_anchor(a)}),
+        "corpus_documents": len(corpus),
         "drafts": len(golden.drafts),
         "judged_not_relevant": sum(len(i.not_relevant) for i in golden),
         "judgments": sum(len(i.judgments) for i in golden),

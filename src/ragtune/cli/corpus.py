@@ -16,7 +16,7 @@ from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, 
 def cmd_golden_check(args) -> int:
     corpus = load_corpus(args.corpus)
     report = check_golden(load_golden(args.golden, split=args.split, strict=False), corpus)
-    return emit(args, report.to_dict(), render_golden_report(report, args.golden, len(corpus))) or int(not report.ok)
+    return emit(args, report.to_dict(), render_golden_report(report, args.golden)) or int(not report.ok)
 
 
 def cmd_golden_draft(args) -> int:

@@ -170,7 +170,7 @@ def render_diff(d: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_golden_report(report: Any, source: str, n_docs: int) -> str:
+def render_golden_report(report: Any, source: str) -> str:
     if not report.ok:
         return f"{len(report.problems)} problem(s) in {source}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
     s = report.summary
@@ -178,7 +178,8 @@ def render_golden_report(report: Any, source: str, n_docs: int) -> str:
     drafts = (f"\ndrafts: {s['drafts']} (never scored until accepted: ragtune golden review {source} --out "
               "accepted.jsonl)") if s.get("drafts") else ""
     return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
-            f"{s['relevant_anchors']} relevant anchors, all found in {n_docs} documents\ntags: {tags}{drafts}")
+            f"{s['relevant_anchors']} relevant anchors, all found, in {s['documents']} of the corpus's "
+            f"{s['corpus_documents']} documents\ntags: {tags}{drafts}")
 
 
 def render_plan(grid: Any, specs: Sequence[Any], n_questions: int, out: str) -> str:
