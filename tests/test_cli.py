@@ -79,6 +79,10 @@ def test_chunk_options_are_validated(md_corpus, capsys):
     g = golden_file(md_corpus.parent, [{"id": "q1", "q": "x", "relevant": []}])
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--chunker", "section", "--size", "5"]) == 2
     assert "size does not apply to chunker section (it applies to chunkers fixed, recursive" in capsys.readouterr().err
+    # the default chunker names what it resolves to (issue 25 item 13: it said only "chunker auto")
+    assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--size", "5"]) == 2
+    assert ("size does not apply to the default chunker, auto (section for markdown corpora, document otherwise)"
+            in capsys.readouterr().err)
 
 
 def test_eval_takes_chunking_flags(md_corpus, tmp_path, capsys):

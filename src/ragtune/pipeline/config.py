@@ -230,6 +230,10 @@ class PipelineConfig:
                     which = (f"chunkers {', '.join(c_owners[k])}" if k in c_owners
                              else f"retrievers {', '.join(r_owners[k])}")
                     mine = f"chunker {chunker}" if k in c_owners else f"retriever {retriever}"
+                    if k in c_owners and chunker == "auto":  # the default, which takes no options: say what it is
+                        mine = (f"the default chunker, auto ({cls().resolved('markdown').chunker} for markdown "
+                                f"corpora, {cls().resolved('text').chunker} otherwise)")
+                        which += f"; name one to set {k}, e.g. chunker=markdown"
                     problems.append(f"{k} does not apply to {mine} (it applies to {which})")
             else:
                 valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in r_types)})
