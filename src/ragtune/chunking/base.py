@@ -31,10 +31,12 @@ class SizedConfig(Config):
 
     size: Annotated[int, Opt("chunk size in tokens")] = 256
     overlap: Annotated[int | None, Opt(
-        "tokens shared by neighbouring chunks (default: an eighth of the size)")] = None
+        "tokens shared by neighbouring chunks (default: an eighth of the size for fixed and recursive, 0 for the "
+        "others)")] = None
     prefix: Annotated[bool, Opt("start every chunk with 'Title > Heading path'")] = False
     tokenizer: Annotated[str, Opt(
-        "what a token is for sizes: regex (words and punctuation) or an embedder's tokenizer")] = "regex"
+        "what a token is for sizes: regex (words and punctuation) or an embedder's tokenizer (default: the "
+        "embedder's when the retriever embeds, as hybrid and dense do; regex otherwise)")] = "regex"
 
     def __post_init__(self) -> None:
         owner = type(self).__name__

@@ -55,7 +55,7 @@ def add_stage_flags(parser: Any, stage: str) -> None:
     """One flag per option of every registered entry of ``stage`` (chunker, retriever, reranker), from the
     entries' config classes: ``--size``, ``--rrf-k``; rerankers' as ``--rerank-<option>``. The value lands in
     ``opt_<name>`` (see :func:`ragtune.pipeline.PipelineConfig.from_flags`)."""
-    from ..pipeline import RERANK_PREFIX, option_owners, option_types
+    from ..pipeline import ALIASES, RERANK_PREFIX, option_owners, option_types
     from ..registry import RERANKERS
 
     hints = option_types(stage)
@@ -73,7 +73,10 @@ def add_stage_flags(parser: Any, stage: str) -> None:
             kind = {"type": typed(parse_list, float), "metavar": "X,Y"}
         if "action" not in kind:
             kind.setdefault("metavar", name.upper())
-        parser.add_argument("--" + (prefix + name).replace("_", "-"), dest=f"opt_{prefix}{name}", default=None,
+        # an older name the docs and grid files use (--parent-chunker for parent) is a second spelling
+        aliases = [a for a, target in ALIASES.items() if target == name] if stage == "chunker" else []
+        parser.add_argument("--" + (prefix + name).replace("_", "-"), *("--" + a.replace("_", "-") for a in aliases),
+                            dest=f"opt_{prefix}{name}", default=None,
                             help=(f"{helps[name]} ({stage}s {', '.join(takers)})" if name in helps
                                   else f"{stage}s {', '.join(takers)}"), **kind)
 
