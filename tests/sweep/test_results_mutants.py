@@ -144,3 +144,27 @@ def test_results_carry_each_runs_tags_and_latency_and_the_grids_test(tmp_path):
     runs = [Run.from_result(r["result"], name=r["key"]) for r in recs]
     expected = compare(runs, metrics=("recall@1",), test="t-test", correction="holm", samples=500, seed=0)
     assert recs[1]["vs_baseline"]["p"] == expected.row("x", "recall@1").p_value
+
+
+def test_labels_and_the_table_say_when_sizes_count_embedder_tokens():
+    """Issue 25 item 10: markdown-256/bm25 counted regex tokens and markdown-256/hybrid MiniLM tokens, and the label
+    and the table's size column looked the same. Regex stays unmarked (labels of unchanged configurations stay);
+    the embedder's tokens are named."""
+    from ragtune.pipeline import PipelineConfig
+
+    label = lambda **f: PipelineConfig.from_flags({"chunker": "markdown", "size": 256, **f}).label  # noqa: E731
+    assert label(retriever="bm25") == "markdown-256-o0/bm25"
+    assert label(retriever="hybrid") == "markdown-256tok:minilm-o0/hybrid"
+    assert label(retriever="dense") == "markdown-256tok:minilm-o0/dense"
+    assert label(retriever="hybrid", tokenizer="minilm") == "markdown-256-o0-tokenizer=minilm/hybrid"
+    assert label(retriever="hybrid", tokenizer="regex") == "markdown-256-o0-tokenizer=regex/hybrid"
+    assert label(retriever="dense", embedder="e5-small") == "markdown-256-o0/dense-emb=e5-small"  # counts regex
+    assert len({label(retriever=r, **t) for r in ("bm25", "hybrid") for t in ({}, {"tokenizer": "regex"},
+                                                                              {"tokenizer": "minilm"})}) == 5
+    regex = record(BASE, [1.0, 0.0], [1.0, 1.0], chunker_config={"size": 256, "overlap": 32, "tokenizer": "regex"})
+    minilm = record("m", [1.0, 1.0], [1.0, 1.0], chunker_config={"size": 256, "overlap": 32, "tokenizer": "minilm"})
+    table = summarize(GRID, [regex, minilm]).table()
+    rows = {line.split()[0]: line for line in table.splitlines() if line[:3].strip().isdigit()}
+    assert "   256*" in rows["1"] and "256*" not in rows["2"] and "   256" in rows["2"]
+    assert "size*: size and overlap count minilm tokens" in table
+    assert "size*" not in summarize(GRID, [regex]).table()

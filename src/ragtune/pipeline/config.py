@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
+from pathlib import Path
 
 from ..config import NONE_FLAG, _hints, config_key
 from ..embed import DEFAULT_EMBEDDER
@@ -18,7 +19,7 @@ from ..errors import ConfigError
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, did_you_mean
 
 __all__ = ["PipelineConfig", "option_owners", "option_types", "ALIASES", "PIPELINE_KEYS", "RERANK_PREFIX",
-           "DEFAULT_RETRIEVER"]
+           "DEFAULT_RETRIEVER", "token_unit"]
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
@@ -68,6 +69,17 @@ def option_types(stage: str) -> dict[str, Any]:
             for name, hint in _hints(entry.config).items():
                 out.setdefault(name, hint)
     return out
+
+
+def token_unit(tokenizer: str | None) -> str | None:
+    """The short name of the tokens a chunker's sizes count, or None for regex tokens (the default):
+    ``minilm``, or for a ``tokenizer.json`` path the model folder's name (``bge-small``)."""
+    if not tokenizer or tokenizer == "regex":
+        return None
+    if "/" not in tokenizer and "\\" not in tokenizer:
+        return tokenizer
+    path = Path(tokenizer)
+    return path.parent.name or path.stem
 
 
 @dataclass(frozen=True)
@@ -284,8 +296,10 @@ class PipelineConfig:
 
     @property
     def label(self) -> str:
-        """Readable and unique per configuration: ``markdown-512-o64-prefix/hybrid``,
-        ``fixed-256-o0/hybrid-k1=1.2-rrf_k=10+cross-encoder@50``, ``section/bm25``."""
+        """Readable and unique per configuration: ``markdown-512-o64-prefix/bm25``,
+        ``fixed-256-o0/bm25-k1=1.2+cross-encoder@50``, ``section/bm25``. Sizes count regex tokens unless the
+        label says otherwise: under a dense or hybrid retriever they count the embedder's tokens, and the size
+        says so (``markdown-256tok:minilm-o32-prefix/hybrid``); an explicit tokenizer shows as ``tokenizer=...``."""
         def ordered(registry, name, options):  # in the order the config class declares them
             order = registry.get(name).options if name != "auto" else ()
             return sorted(options, key=lambda kv: order.index(kv[0]) if kv[0] in order else len(order))
@@ -295,9 +309,12 @@ class PipelineConfig:
 
         chunk = [self.chunker]
         effective = self.chunker_config().to_dict() if self.chunker != "auto" else {}
+        # the tokens sizes count when the embedder chose them (not regex, not an explicit tokenizer option)
+        implicit = token_unit(effective.get("tokenizer")) if "tokenizer" not in dict(self.chunker_options) else None
+        unit = f"tok:{implicit}" if implicit else ""
         for k in ("size", "overlap"):  # always shown where the chunker has them: sizes are what sweeps vary
             if k in effective and k in (CHUNKERS.get(self.chunker).options):
-                chunk.append(str(effective[k]) if k == "size" else f"o{effective[k]}")
+                chunk.append(f"{effective[k]}{unit}" if k == "size" else f"o{effective[k]}")
         for k, v in ordered(CHUNKERS, self.chunker, self.chunker_options):
             if k not in ("size", "overlap", "embedder"):
                 chunk.append(f"{k}={value(v)}")

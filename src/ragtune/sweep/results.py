@@ -19,6 +19,7 @@ from typing import Any
 from ..evaluate.compare import compare
 from ..evaluate.run import Run
 from ..evaluate.significance import bootstrap_ci, p_equals
+from ..pipeline.config import token_unit
 from ..evaluate.table import find_metric
 from .grid import Grid, GridError
 
@@ -162,6 +163,7 @@ class SweepResult:
         left = f"{'#':>3} {'strategy':<13}{'size':>6}{'overlap':>8} {'prefix':<7}{'retriever':<18}"
         head = left + "".join(f"{c:>{w}}" for c in cols) + f"{'p50 ms':>8}{'p95 ms':>8}  vs baseline ({self.metric})"
         lines = [f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval", head]
+        units: set[str] = set()
         for n, r in enumerate(self.ranked()[:limit], start=1):
             spec = r["spec"]
             retr = spec["retriever"] + (f"+{spec['rerank']}@{spec['candidates']}" if spec.get("rerank") else "")
@@ -175,7 +177,9 @@ class SweepResult:
                 if lo is not None and hi is not None:
                     cmp_ci = f"[{lo:+.3f}, {hi:+.3f}]"
             full = r.get("chunker_config", spec)
-            size = full.get("size", "-")
+            unit = token_unit(full.get("tokenizer"))  # sizes counted in an embedder's tokens are marked
+            size = f"{full['size']}*" if unit and "size" in full else full.get("size", "-")
+            units.update([unit] if unit and "size" in full else [])
             overlap = full.get("overlap", "-")
             values = "".join(f"{self.value(r, c):>{w}.3f}" for c in cols)
             lines.append(f"{n:>3} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
@@ -183,6 +187,9 @@ class SweepResult:
             cis = "".join(f"{ci_text(self.ci(r, c), c):>{w}}" for c in cols)
             if cis.strip() or cmp_ci:
                 lines.append(f"{'':>{len(left)}}{cis}{'':>16}  {cmp_ci}".rstrip())
+        if units:
+            lines.append(f"size*: size and overlap count {' / '.join(sorted(units))} tokens (the embedder's, under a "
+                         "dense or hybrid retriever); unmarked sizes count regex tokens")
         lat = next((r["stats"]["latency_ms"] for r in self.records if (r["stats"].get("latency_ms") or {}).get("questions")),
                    None)
         if lat:
