@@ -19,16 +19,11 @@ def _ragtune(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_fifos_given_as_a_corpus_golden_set_grid_or_config_are_refused(tmp_path):
-    for name in ("g.jsonl", "grid.toml", "cfg.toml", "c.md", "corpus.jsonl"):
+    for name in ("g.jsonl", "grid.toml", "cfg.toml", "c.md"):
         os.mkfifo(tmp_path / name)
     ok = write_files(tmp_path / "ok", {"a.md": "# A\n\ntext\n"})
-    beir = tmp_path / "beir"
-    beir.mkdir()
-    os.mkfifo(beir / "corpus.jsonl")
     cases = [
         ("anchors", "--corpus", str(tmp_path / "c.md")),
-        ("anchors", "--corpus", str(tmp_path / "corpus.jsonl")),
-        ("anchors", "--corpus", str(beir)),  # a BEIR folder whose corpus.jsonl is a FIFO: not "no .md files"
         ("golden", "check", "--corpus", str(ok), "--golden", str(tmp_path / "g.jsonl")),
         ("sweep", "--corpus", str(ok), "--golden", str(tmp_path / "g.jsonl"), "--grid", str(tmp_path / "grid.toml"),
          "--out", str(tmp_path / "out"), "--dry-run"),
@@ -51,6 +46,15 @@ def test_a_fifo_or_device_as_the_corpus_path_says_what_it_is(tmp_path):
     if os.path.exists("/dev/zero"):
         with pytest.raises(CorpusError, match="/dev/zero is a device, not a folder or a regular file"):
             load_corpus("/dev/zero")
+    for name in ("corpus.jsonl", "c.md"):
+        os.mkfifo(tmp_path / name)
+        with pytest.raises(CorpusError, match=f"{name} is a FIFO"):
+            load_corpus(tmp_path / name)
+    beir = tmp_path / "beir"
+    beir.mkdir()
+    os.mkfifo(beir / "corpus.jsonl")  # a BEIR folder whose corpus is a FIFO: said so, not "no .md files"
+    with pytest.raises(CorpusError, match=r"corpus\.jsonl is a FIFO \(named pipe\), not a regular file"):
+        load_corpus(beir)
     os.symlink(tmp_path / "gone", tmp_path / "dangling")
     with pytest.raises(FileNotFoundError, match="is a symbolic link to .*gone, which does not exist"):
         load_corpus(tmp_path / "dangling")

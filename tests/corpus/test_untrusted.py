@@ -106,14 +106,28 @@ def test_yaml_alias_and_merge_bombs_are_refused_before_they_expand(tmp_path):
 def test_front_matter_size_depth_and_values_are_bounded(tmp_path):
     cases = {
         "big.md": ("---\nnotes: " + "x" * (70 * 1024) + "\n---\n# T\n", "front matter is .* more than the 65,536"),
-        "deep.md": ("---\na: " + "[" * 3000 + "]" * 3000 + "\n---\n# T\n", "nested"),
-        "wide.md": ("---\na: [" + ", ".join(["1"] * 12000) + "]\n---\n# T\n", "more than 10,000 values"),
+        "deep.md": ("---\na: " + "[" * 3000 + "]" * 3000 + "\n---\n# T\n", "nested more than 32 levels"),
         "int.md": ("---\nn: " + "9" * 5000 + "\n---\n# T\n", "invalid value in YAML front matter"),
     }
     for name, (text, message) in cases.items():
         folder = write_files(tmp_path / name.split(".")[0], {name: text})
         with pytest.raises(CorpusError, match=message):
             load_corpus(folder)
+
+
+def test_metadata_made_in_python_is_bounded_too():
+    from ragtune.corpus.metadata import normalise_metadata
+
+    with pytest.raises(CorpusError, match="d: metadata too large"):
+        normalise_metadata({"a": list(range(10_001))}, source="d")
+    with pytest.raises(CorpusError, match="d: metadata too large"):
+        normalise_metadata({"a": "x" * 1_000_001}, source="d")
+    loop: list = []
+    loop.append(loop)
+    with pytest.raises(CorpusError, match="refers to itself"):
+        Corpus([Document(id="d", title="t", text="x", metadata={"a": loop})])
+    plain = {"a": [1, "b", None, 2.5, {"c": True}]}
+    assert normalise_metadata(plain, source="d") is plain  # nothing to change: nothing copied
 
 
 def test_a_file_over_the_size_cap_is_refused_before_it_is_read(tmp_path):
@@ -196,18 +210,24 @@ def test_lone_surrogates_in_a_beir_corpus_do_not_break_hashing(tmp_path):
 
 # --- time ------------------------------------------------------------------------------------------------------
 
-def _best(fn, arg, runs: int = 2) -> float:
-    best = float("inf")
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        fn(arg)
-        best = min(best, time.perf_counter() - t0)
-    return best
+def _seconds(fn, arg) -> float:
+    t0 = time.perf_counter()
+    fn(arg)
+    return time.perf_counter() - t0
 
 
 def _assert_linear(fn, make, n: int, what: str, bound: float = 2.0) -> None:
-    """``fn(make(4n))`` within ``bound`` seconds and at most ~8x ``fn(make(n))`` (quadratic is 16x)."""
-    small, large = _best(fn, make(n)), _best(fn, make(4 * n))
+    """``fn(make(4n))`` within ``bound`` seconds and at most ~8x ``fn(make(n))`` (quadratic is 16x). Fails
+    fast: a quadratic regression is caught at size n, before the 4n run would take minutes."""
+    small_input, large_input = make(n), make(4 * n)
+    small = min(_seconds(fn, small_input), _seconds(fn, small_input))
+    assert small < bound / 4, f"{what}: {small:.2f}s for {n:,} already"
+    large = _seconds(fn, large_input)
+    for _ in range(2):  # a busy machine (the suite runs in parallel): measure again before judging
+        if large <= 8 * small + 0.05 or large > bound:
+            break
+        small = min(small, _seconds(fn, small_input))
+        large = min(large, _seconds(fn, large_input))
     assert large < bound, f"{what}: {large:.2f}s for {4 * n:,}"
     assert large < 8 * small + 0.05, f"{what}: {small:.3f}s for {n:,} but {large:.3f}s for {4 * n:,}"
 
@@ -219,7 +239,7 @@ def test_inline_markdown_stripping_is_linear_on_unclosed_markers():
     from ragtune.corpus.markdown import strip_inline_markdown
 
     for unit in UNCLOSED:
-        _assert_linear(strip_inline_markdown, lambda n, u=unit: u * n, 8000, repr(unit))  # "**a " x 32,000 was 70 s
+        _assert_linear(strip_inline_markdown, lambda n, u=unit: u * n, 5000, repr(unit))  # "**a " x 8,000 was 4.3 s
 
 
 def test_headings_with_unclosed_markers_and_long_lines_parse_in_linear_time():
@@ -231,7 +251,9 @@ def test_headings_with_unclosed_markers_and_long_lines_parse_in_linear_time():
         parse_markdown(text, doc_id="d")
 
     cases = {
-        "unclosed ** in headings": lambda n: "# **a\n" * (n // 6),  # 180 kB of these took 207 s to build
+        # a 180 kB file of unclosed ** in headings took 207 s to build
+        "unclosed ** in a setext heading": lambda n: "**a\n" * (n // 4) + "===\n",
+        "unclosed ** in an ATX heading": lambda n: "# " + "**a " * (n // 4) + "\n",
         "spaces in an ATX heading": lambda n: "# a" + " " * n + "b\n",
         "spaces before an attribute list": lambda n: "# a {" + " " * n + "b\n",
         "spaces after a table delimiter row": lambda n: "a | b\n---" + " " * n + "x\n",
@@ -242,7 +264,6 @@ def test_headings_with_unclosed_markers_and_long_lines_parse_in_linear_time():
 
 
 def test_many_headings_parse_and_chunk_in_linear_time():
-    from ragtune.chunking.markdown import MarkdownChunker
     from ragtune.chunking.section import SectionChunker
     from ragtune.corpus.markdown import parse_markdown
 
@@ -250,9 +271,8 @@ def test_many_headings_parse_and_chunk_in_linear_time():
         parsed = parse_markdown(text, doc_id="d")
         doc = Document(id="d", title="t", text=parsed.body, sections=parsed.sections)
         SectionChunker().chunk(doc)
-        MarkdownChunker().chunk(doc)
 
     def headings(n: int) -> str:
         return "# Top\n\n" + "".join(f"{'#' * (2 + i % 4)} h{i}\n\ntext {i}\n\n" for i in range(n))
 
-    _assert_linear(build, headings, 2_500, "headings", bound=6.0)  # 50,000 took 96 s
+    _assert_linear(build, headings, 2_000, "headings", bound=6.0)  # 50,000 took 96 s

@@ -157,6 +157,17 @@ class _FrontMatterLoader(yaml.SafeLoader):
     that refers to itself, before anything is constructed."""
 
     source = "front matter"
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        self._depth += 1  # refused here, before Python's recursion limit is reached slowly
+        try:
+            if self._depth > MAX_METADATA_DEPTH + 1:
+                raise CorpusError(f"{self.source}: front matter nested more than {MAX_METADATA_DEPTH} levels deep; "
+                                  f"metadata may hold {_LIMITS}")
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
     def construct_document(self, node: yaml.Node) -> Any:
         _check_expansion(node, self.source)
@@ -193,8 +204,6 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
         if nid in open_:
             raise CorpusError(f"{source}: front matter refers to itself (a recursive YAML alias); "
                               "write the value out instead")
-        if len(open_) >= MAX_METADATA_DEPTH * 2 + 2:  # keys and values: two nodes a level
-            raise CorpusError(f"{source}: front matter nested more than {MAX_METADATA_DEPTH} levels deep")
         open_.add(nid)
         stack.append((node, True))
         if isinstance(node, yaml.MappingNode):
@@ -223,6 +232,8 @@ def load_front_matter(raw: str, source: str, *, first_line: int = 2) -> dict[str
             f"{source}: invalid YAML front matter{where}: {getattr(e, 'problem', None) or e}; "
             "fix the block between the leading '---' lines or remove it"
         ) from None
+    except CorpusError:
+        raise
     except RecursionError:
         raise CorpusError(f"{source}: front matter nested too deeply to read; "
                           f"metadata may hold {_LIMITS}") from None
