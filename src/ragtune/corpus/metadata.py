@@ -12,9 +12,10 @@ it must be JSON with string keys, and small. :func:`normalise_metadata` is the o
   and :data:`MAX_METADATA_DEPTH` levels per document, counted after YAML aliases expand; a recursive value is
   refused.
 
-:func:`load_front_matter` reads YAML front matter of at most :data:`MAX_FRONT_MATTER_CHARS` characters with the
-safe loader, and refuses it before building anything when its aliases or merge keys would expand past the
-same limits (a 1 kB "billion laughs" block otherwise grows to gigabytes when serialised).
+:func:`load_front_matter` reads YAML front matter of at most :data:`MAX_FRONT_MATTER_CHARS` characters with
+:func:`safe_yaml_load`, the safe loader that refuses a document before building anything when its aliases or
+merge keys would expand past the same limits (a 1 kB "billion laughs" block otherwise grows to gigabytes when
+serialised), or when it nests too deeply. Other YAML readers can use it with their own limits.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import yaml
 
 from ..errors import CorpusError
 
-__all__ = ["normalise_metadata", "load_front_matter", "MAX_METADATA_VALUES", "MAX_METADATA_CHARS",
+__all__ = ["normalise_metadata", "load_front_matter", "safe_yaml_load", "BoundedSafeLoader", "MAX_METADATA_VALUES", "MAX_METADATA_CHARS",
            "MAX_METADATA_DEPTH", "MAX_FRONT_MATTER_CHARS"]
 
 MAX_METADATA_VALUES = 10_000
@@ -152,29 +153,50 @@ def normalise_metadata(metadata: Any, *, source: str) -> dict[str, Any]:
     return out if changed else metadata  # type: ignore[return-value]
 
 
-class _FrontMatterLoader(yaml.SafeLoader):
-    """The safe loader, refusing a document whose aliases and merge keys expand past the metadata limits, or
-    that refers to itself, before anything is constructed."""
+class BoundedSafeLoader(yaml.SafeLoader):
+    """The safe loader, refusing a document nested deeper than ``max_depth`` while composing it, and one whose
+    aliases and merge keys expand past ``max_values`` values or ``max_chars`` characters, or that refers to
+    itself, before anything is constructed. Use it through :func:`safe_yaml_load`."""
 
-    source = "front matter"
+    what = "YAML"
+    source = ""
+    max_values = MAX_METADATA_VALUES
+    max_chars = MAX_METADATA_CHARS
+    max_depth = MAX_METADATA_DEPTH
+    error: type[Exception] = CorpusError
     _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         self._depth += 1  # refused here, before Python's recursion limit is reached slowly
         try:
-            if self._depth > MAX_METADATA_DEPTH + 1:
-                raise CorpusError(f"{self.source}: front matter nested more than {MAX_METADATA_DEPTH} levels deep; "
-                                  f"metadata may hold {_LIMITS}")
+            if self._depth > self.max_depth + 1:
+                raise self.error(f"{self.source}: {self.what} nested more than {self.max_depth} levels deep")
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
 
     def construct_document(self, node: yaml.Node) -> Any:
-        _check_expansion(node, self.source)
+        _check_expansion(node, self)
         return super().construct_document(node)
 
 
-def _check_expansion(root: yaml.Node, source: str) -> None:
+def safe_yaml_load(text: str, source: str, *, what: str = "YAML", max_values: int = MAX_METADATA_VALUES,
+                   max_chars: int = MAX_METADATA_CHARS, max_depth: int = MAX_METADATA_DEPTH,
+                   error: type[Exception] = CorpusError) -> Any:
+    """``yaml.safe_load(text)`` within a budget: ``error`` (naming ``source`` and ``what``) when it nests more
+    than ``max_depth`` levels, expands past ``max_values`` values or ``max_chars`` characters once its aliases
+    are written out (a 1 kB "billion laughs" document), or refers to itself. YAML syntax errors are
+    ``yaml.YAMLError`` as usual."""
+    loader = BoundedSafeLoader(text)
+    loader.what, loader.source, loader.error = what, source, error
+    loader.max_values, loader.max_chars, loader.max_depth = max_values, max_chars, max_depth
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def _check_expansion(root: yaml.Node, loader: BoundedSafeLoader) -> None:
     """Count the values and characters ``root`` stands for once every alias is written out (each node once,
     however many times it is referred to), and refuse it past the limits or when it contains itself."""
     size: dict[int, tuple[int, int]] = {}
@@ -193,17 +215,17 @@ def _check_expansion(root: yaml.Node, source: str) -> None:
                 kids = []
             values = 1 + sum(size[id(k)][0] for k in kids)
             chars = (len(node.value) if isinstance(node, yaml.ScalarNode) else 0) + sum(size[id(k)][1] for k in kids)
-            if values > MAX_METADATA_VALUES or chars > MAX_METADATA_CHARS:
-                raise CorpusError(f"{source}: front matter expands to more than {MAX_METADATA_VALUES:,} values or "
-                                  f"{MAX_METADATA_CHARS:,} characters once its YAML aliases are written out; "
-                                  "metadata may hold " + _LIMITS + ": remove the aliases (&name / *name)")
+            if values > loader.max_values or chars > loader.max_chars:
+                raise loader.error(f"{loader.source}: {loader.what} expands to more than {loader.max_values:,} values "
+                                   f"or {loader.max_chars:,} characters once its aliases are written out; remove the "
+                                   "aliases (&name / *name) or write less")
             size[nid] = (values, chars)
             continue
         if nid in size:
             continue
         if nid in open_:
-            raise CorpusError(f"{source}: front matter refers to itself (a recursive YAML alias); "
-                              "write the value out instead")
+            raise loader.error(f"{loader.source}: {loader.what} refers to itself (a recursive YAML alias); "
+                               "write the value out instead")
         open_.add(nid)
         stack.append((node, True))
         if isinstance(node, yaml.MappingNode):
@@ -221,10 +243,8 @@ def load_front_matter(raw: str, source: str, *, first_line: int = 2) -> dict[str
                           "in the body")
     if not raw.strip():
         return {}
-    loader = _FrontMatterLoader(raw)
-    loader.source = source
     try:
-        data = loader.get_single_data()
+        data = safe_yaml_load(raw, source, what="front matter")
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" (line {mark.line + first_line})" if mark is not None else ""
@@ -240,8 +260,6 @@ def load_front_matter(raw: str, source: str, *, first_line: int = 2) -> dict[str
     except (ValueError, TypeError, OverflowError) as e:  # a value YAML resolved but Python cannot hold
         raise CorpusError(f"{source}: invalid value in YAML front matter: {e}; "
                           "quote it to keep it as text") from None
-    finally:
-        loader.dispose()
     if data is None:
         return {}
     if not isinstance(data, dict):
