@@ -23,7 +23,8 @@ C = TypeVar("C", bound="Config")
 @dataclasses.dataclass(frozen=True)
 class Opt:
     """How an option reads on the command line: help text, range of numbers, a short flag, a metavar,
-    ``flag`` for another spelling (e.g. ``--no-fuzzy`` for ``fuzzy: bool = True``)."""
+    ``flag`` for another spelling (e.g. ``--no-fuzzy`` for ``fuzzy: bool = True``), or a name without dashes for
+    a positional argument (``flag="SOURCES"``: one or more values when the parameter is a sequence)."""
 
     help: str
     lo: float | None = None

@@ -1,4 +1,4 @@
-"""ragtune golden check/draft/review, ragtune anchors, ragtune chunk."""
+"""ragtune golden check/draft/review, ragtune pool, ragtune anchors, ragtune chunk."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import json
 import time
 
 from ..corpus import load_corpus
+from ..evaluate.pool import pool_runs
 from ..golden import check_golden, load_golden
 from ..golden_draft import draft_golden_set, review_drafts
-from .options import add_flags, kwargs
-from .render import chunk_record, render_anchors, render_chunking, render_golden_report
+from .options import add_flags, call, kwargs
+from .render import chunk_record, render_anchors, render_chunking, render_golden_report, render_review
 from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, write_jsonl
 
 
@@ -25,10 +26,7 @@ def cmd_golden_draft(args) -> int:
 
 
 def cmd_golden_review(args) -> int:
-    c = review_drafts(args.drafts, args.out)
-    print(f"\n{c['accepted']} accepted ({c['edited']} edited), {c['rejected']} rejected, {c['left']} left for later; "
-          f"wrote {c['accepted'] + c['passed']} question(s) to {args.out}")
-    return 0
+    return print(render_review(review_drafts(args.drafts, args.out), args.out)) or 0
 
 
 def cmd_anchors(args) -> int:
@@ -65,6 +63,7 @@ def add(sub) -> None:
     p = command(golden, "review", cmd_golden_review, "accept, edit or reject draft questions in the terminal")
     p.add_argument("drafts", help="the draft file (`ragtune golden draft --out`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where accepted questions go (appended)")
+    add_flags(command(sub, "pool", call(pool_runs), "pool the top k of runs: the sections nobody judged"), pool_runs)
     p = command(sub, "anchors", cmd_anchors, "list the anchors of a corpus", output="the anchors", inputs="corpus")
     p.add_argument("--doc", default=None, help="only this document")
     p = command(sub, "chunk", cmd_chunk, "chunk a corpus and show what came out", inputs="corpus",

@@ -15,7 +15,7 @@ import inspect
 import os
 import types
 import typing
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..config import NONE_FLAG, Opt, parse_list, parse_number
@@ -166,6 +166,10 @@ def add_flags(parser: Any, target: Callable[..., Any], *, only: Iterable[str] | 
         elif kind.get("action") not in ("store_true", "store_false"):
             # not given: kwargs() leaves it out and the parameter's own default applies
             kind["default"] = default if p.name in (defaults or {}) else None
+        if opt.flag and not opt.flag.startswith("-"):  # Opt(flag="SOURCES"): a positional argument
+            many = typing.get_origin(base) in (tuple, list, Sequence)
+            parser.add_argument(p.name, metavar=opt.flag, nargs="+" if many else None, help=help_)
+            continue
         names = [opt.short, flag] if opt.short else [flag]
         parser.add_argument(*names, dest=p.name, help=help_, **kind)
 
@@ -179,6 +183,12 @@ def kwargs(target: Callable[..., Any], args: argparse.Namespace, **override: Any
         if isinstance(value, list) and isinstance(_default(target, name), tuple):
             out[name] = tuple(value)
     return {**out, **override}
+
+
+def call(target: Callable[..., Any]) -> Callable[[argparse.Namespace], int]:
+    """A command handler derived from ``target``: called with its flags (:func:`kwargs`), its result printed
+    (``str(result)``, the result's own summary); exit status 0."""
+    return lambda args: print(target(**kwargs(target, args))) or 0
 
 
 def _default(target: Callable[..., Any], name: str) -> Any:

@@ -87,6 +87,10 @@ def render_answer_metrics(answers: Mapping[str, Any]) -> str:
     for key, value in answers["metrics"].items():
         if value is not None:
             lines.append(f"  {key:<30} {value:.3f}" if isinstance(value, float) else f"  {key:<30} {value}")
+    if answers.get("abstentions"):  # who refused: the gate, or the generator (and why)
+        from ..answer.evaluate import abstention_text
+
+        lines += [f"  {line}" for line in abstention_text(answers["abstentions"])]
     j = answers.get("judge") or {}
     if j.get("usage"):
         lines.append(f"  judge {j['name']}: {j['usage']['calls']} calls, {j['usage']['input_tokens']} in / "
@@ -127,15 +131,21 @@ def render_candidates(rows: Sequence[Mapping[str, Any]], reranker: str, budget_m
 
 
 def render_calibration(cal: Any, retriever: str) -> str:
+    gen = getattr(cal, "generator", None)
+    refused = (f"answerable questions refused: {cal.false_abstention:.3f} = gate {cal.gate_refused:.3f} + "
+               f"generator {cal.generator_refused:.3f}; answered {cal.answered_rate:.3f}" if gen else
+               f"answerable questions refused: {cal.false_abstention:.3f}")
     lines = [f"threshold {cal.threshold:.4g} on the top {retriever} score "
              f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)",
-             f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}  "
-             f"(answerable questions refused: {cal.false_abstention:.3f})",
+             f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}  ({refused})",
+             (f"with the {gen} generator's refusals (what eval --answers --gate {cal.threshold:.4g} shows with the same "
+              "generator and --answer-k)" if gen else "the gate alone (the generator's refusals not counted)"),
              f"separation AUC {cal.auc:.3f} (0.5 = the top score cannot tell answerable from unanswerable)",
              "\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):"]
     for point in cal.curve[:: max(1, len(cal.curve) // 10)]:
         lines.append(f"  threshold {point['threshold']:>9.4g}  coverage {point['coverage']:.2f}  risk {point['risk']:.2f}")
-    lines.append(f"\nuse it: ragtune answer ... --gate {cal.threshold:.4g}   (valid for this retrieval configuration only)")
+    lines.append(f"\nuse it: ragtune eval ... --answers --gate {cal.threshold:.4g}, ragtune answer ... --gate "
+                 f"{cal.threshold:.4g}   (valid for this retrieval configuration only)")
     return "\n".join(lines)
 
 
@@ -180,6 +190,12 @@ def render_golden_report(report: Any, source: str) -> str:
     return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
             f"{s['relevant_anchors']} relevant anchors, all found, in {s['documents']} of the corpus's "
             f"{s['corpus_documents']} documents\ntags: {tags}{drafts}")
+
+
+def render_review(c: Mapping[str, Any], out: str) -> str:
+    """What ``golden review`` prints when it ends: how many drafts were accepted, edited, rejected, left."""
+    return (f"\n{c['accepted']} accepted ({c['edited']} edited), {c['rejected']} rejected, {c['left']} left for "
+            f"later; wrote {c['accepted'] + c['passed']} question(s) to {out}")
 
 
 def render_plan(grid: Any, specs: Sequence[Any], n_questions: int, out: str) -> str:

@@ -397,6 +397,8 @@ def _read(p: Path, field: str | None = None) -> _RunFile:
                 raise ConfigError(f"{p}: not JSON ({e})") from None
     if data is None:
         return _RunFile(_jsonl(text, p, field), "jsonl", None)
+    if isinstance(data, Mapping) and isinstance(data.get("result"), Mapping) and "questions" in data["result"]:
+        data = data["result"]  # a sweep's runs/<key>.json: the eval result of one configuration
     if isinstance(data, Mapping) and "questions" in data:
         if not isinstance(data["questions"], list):
             raise ConfigError(f"{p}: 'questions' must be a list (as `ragtune eval --json` writes), got "
@@ -447,7 +449,8 @@ def read_rankings(path: str | os.PathLike[str], *, field: str | None = None) -> 
     - ranx JSON ``{question id: {doc id: score}}``: ordered the same way;
     - ``{question id: [hit, ...]}`` JSON, or JSON Lines of ``{"id": ..., "hits": [...]}``: in list order, each hit
       any form :func:`~ragtune.evaluate.hits.to_hit` reads (``field`` names the one field that identifies hits);
-    - an ``eval --json`` result: its ``retrieved`` lists (spans where they have them).
+    - an ``eval --json`` result: its ``retrieved`` lists (spans where they have them), also inside a sweep's
+      ``runs/<key>.json`` (its ``result``).
 
     Scores must be finite numbers; a malformed file is a :class:`ConfigError` naming the file, the line or
     question, and what was expected. A path that is not a regular file (a folder, FIFO, device) is refused
@@ -483,6 +486,7 @@ def _score_parsed(parsed: _RunFile, golden: Any, corpus: Any, *, ks: Sequence[in
     if parsed.hits and len(unjudged) == len(parsed.hits):
         raise ConfigError(f"{source}: none of the run's {len(parsed.hits)} question id(s) is in the golden set "
                           f"({some(unjudged, quote=True)}); score the run against the golden set it was made for")
+    matcher.detect_raw(h for qid, hits in parsed.hits.items() if qid in by_id for h in hits)
     rankings = {qid: hits_to_ranking(by_id[qid].q, hits, len(hits), matcher, question=qid)
                 for qid, hits in parsed.hits.items() if qid in by_id}
     extra = {"format": parsed.format, **({"questions_not_in_golden": unjudged} if unjudged else {})}
