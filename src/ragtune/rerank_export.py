@@ -29,17 +29,20 @@ _INPUTS = ("input_ids", "attention_mask", "token_type_ids")
 @dataclass(frozen=True)
 class ExportOptions:
     """``int8``: also write ``model_int8.onnx``. ``max_length``: recorded in ``ragtune.json`` as the length the
-    model was meant to read (the graph itself takes any length up to the model's position embeddings).
+    model was meant to read (the graph itself takes any length up to the model's position embeddings); by
+    default the length the source folder was trained for (``reranker train`` records it), else 256.
     ``opset``: the ONNX opset. ``overwrite``: replace the ONNX files of a folder that has them."""
 
     int8: Annotated[bool, Opt("also write model_int8.onnx (dynamic int8 quantisation: about half the CPU time)")] = False
-    max_length: Annotated[int, Opt("tokens per pair the model is meant to read (recorded in ragtune.json)",
-                                   lo=1, hi=8192)] = 256
+    max_length: Annotated[int | None, Opt(
+        "tokens per pair the model is meant to read (recorded in ragtune.json; default: the length the source was "
+        "trained for, else 256)", lo=1, hi=8192)] = None
     opset: Annotated[int, Opt("ONNX opset", lo=13, hi=21)] = 17
     overwrite: Annotated[bool, Opt("replace the ONNX files of a folder that has them")] = False
 
     def __post_init__(self) -> None:
-        if isinstance(self.max_length, bool) or not isinstance(self.max_length, int) or self.max_length < 1:
+        if self.max_length is not None and (isinstance(self.max_length, bool) or not isinstance(self.max_length, int)
+                                            or self.max_length < 1):
             raise ConfigError(f"max_length must be an integer >= 1, got {self.max_length!r}")
         if isinstance(self.opset, bool) or not isinstance(self.opset, int) or not 13 <= self.opset <= 21:
             raise ConfigError(f"opset must be an integer in 13..21, got {self.opset!r}")
@@ -84,7 +87,7 @@ def _load(source: str):
 
 
 def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathLike[str], *, int8: bool = False,
-                         max_length: int = 256, options: ExportOptions | None = None) -> ExportResult:
+                         max_length: int | None = None, options: ExportOptions | None = None) -> ExportResult:
     """Write ``source`` (a cross-encoder folder or hub id) as an ONNX folder ``out_dir``; returns what was
     written. ``options`` overrides ``int8`` and ``max_length``."""
     import tempfile
@@ -93,7 +96,9 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
     opts = options or ExportOptions(int8=int8, max_length=max_length)
     t0 = time.perf_counter()
     out = Path(out_dir)
-    from .retrieve.onnx_rerank import MANIFEST, ONNX_FP32, ONNX_INT8, TOKENIZER
+    from .retrieve.onnx_rerank import DEFAULT_MAX_LENGTH, MANIFEST, ONNX_FP32, ONNX_INT8, TOKENIZER, trained_max_length
+
+    length = opts.max_length if opts.max_length is not None else (trained_max_length(source) or DEFAULT_MAX_LENGTH)
 
     if out.exists() and not out.is_dir():
         raise ConfigError(f"{out}: exists and is not a folder; choose another --out")
@@ -105,7 +110,7 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
     out.mkdir(parents=True, exist_ok=True)
     # a dummy pair: two examples of different lengths, so the traced graph keeps batch and length dynamic
     enc = tokenizer(["a question", "another question here"], ["a short passage", "a longer passage to read here"],
-                    padding=True, truncation=True, max_length=opts.max_length, return_tensors="pt")
+                    padding=True, truncation=True, max_length=length, return_tensors="pt")
     names = [n for n in _INPUTS if n in enc]
     args = tuple(enc[n] for n in names)
     dynamic = {n: {0: "batch", 1: "sequence"} for n in names} | {"logits": {0: "batch"}}
@@ -138,7 +143,7 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
     num_labels = int(getattr(model.config, "num_labels", 1))
     positions = getattr(model.config, "max_position_embeddings", None)  # the longest input the model can read
     manifest = {"format": 1, "kind": "cross-encoder", "source": str(source),
-                "max_length": min(opts.max_length, positions) if positions else opts.max_length,
+                "max_length": min(length, positions) if positions else length,
                 "max_positions": positions, "num_labels": num_labels, "inputs": names, "files": files}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     files["manifest"] = MANIFEST

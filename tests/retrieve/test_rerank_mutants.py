@@ -251,7 +251,7 @@ def test_configs_validate_and_build():
         EmbeddingRerankerConfig(model="nope")
     c = CrossEncoderConfig()
     assert (c.model, c.max_length, c.batch_size, c.backend, c.precision, c.threads, c.mode, c.fuse_k) == (
-        "cross-encoder/ms-marco-MiniLM-L-6-v2", 256, 16, "auto", "auto", 0, "fuse", 60)
+        "cross-encoder/ms-marco-MiniLM-L-6-v2", None, 16, "auto", "auto", 0, "fuse", 60)  # None: the model's own
     for bad, message in (({"model": " "}, "CrossEncoderConfig: model must be a model id or folder, got ' '"),
                          ({"model": 3}, "CrossEncoderConfig: model must be a model id or folder, got 3"),
                          ({"max_length": 0}, "CrossEncoderConfig: max_length=0 must be >= 1"),

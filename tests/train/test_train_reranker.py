@@ -224,3 +224,45 @@ def test_layers_keeps_the_first_layers_and_the_folder_reloads_smaller(data, tiny
         train_groups(groups, out_dir=tmp_path / "g", base=tiny_base, layers=3, max_steps=1, show_progress=False)
     with pytest.raises(ConfigError, match="layers"):
         TrainOptions(layers=0)
+
+
+def test_the_training_length_travels_with_the_model(trained, tmp_path):
+    """Issue 25 item 12: trained at 48 tokens per pair, the folder, its ONNX export and the reranker loaded
+    from either read 48 by default (not 256); an explicit length still wins."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    from ragtune.registry import RERANKERS
+    from ragtune.rerank_export import export_cross_encoder
+    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.retrieve.rerank import CrossEncoderReranker
+
+    out = Path(trained.out_dir)
+    assert trained.max_length == 48
+    assert json.loads((out / "config.json").read_text())["ragtune_max_length"] == 48
+    assert json.loads((out / "ragtune-train.json").read_text())["max_length"] == 48
+    assert CrossEncoderReranker(str(out)).max_length == 48
+    assert CrossEncoderReranker(str(out), max_length=32).max_length == 32
+
+    onnx_dir = tmp_path / "onnx"
+    export_cross_encoder(out, onnx_dir)  # no max_length given: the training length
+    assert json.loads((onnx_dir / "ragtune.json").read_text())["max_length"] == 48
+    assert OnnxCrossEncoder(onnx_dir).max_length == 48
+    reranker = RERANKERS.build("cross-encoder", options={"model": str(onnx_dir)})
+    assert reranker.max_length == 48 and reranker.config["max_length"] == 48
+    assert RERANKERS.build("cross-encoder", options={"model": str(onnx_dir), "max_length": 40}).max_length == 40
+    export_cross_encoder(out, tmp_path / "onnx64", max_length=64)  # an explicit length wins over the training one
+    assert json.loads((tmp_path / "onnx64" / "ragtune.json").read_text())["max_length"] == 64
+
+
+def test_a_time_box_that_cuts_training_says_so(data, tiny_base, tmp_path):
+    """Issue 25 item 12: a minutes limit that stops training early records steps done of planned; a step bound
+    runs its planned steps and records no cut."""
+    _, corpus, golden = data
+    common = dict(base=tiny_base, retriever="bm25", epochs=20, max_length=48, batch_queries=3, validation_share=0.0,
+                  bf16=False, threads=1, show_progress=False)
+    r = train_reranker(corpus, golden, out_dir=tmp_path / "boxed", max_minutes=1e-6, **common)
+    assert r.planned_steps == 20 * 4 and r.steps < r.planned_steps and r.cut_by == "max_minutes"
+    manifest = json.loads((tmp_path / "boxed" / "ragtune-train.json").read_text())
+    assert (manifest["steps"], manifest["planned_steps"], manifest["cut_by"]) == (r.steps, 80, "max_minutes")
+    r = train_reranker(corpus, golden, out_dir=tmp_path / "stepped", max_steps=3, **common)
+    assert (r.steps, r.planned_steps, r.cut_by) == (3, 3, None)

@@ -18,7 +18,10 @@ def cmd_train(args) -> int:
     r = train_reranker(load_corpus(args.corpus), golden, out_dir=args.out, eval_golden=held_out,
                        drop_overlap=args.drop_overlap, options=TrainOptions(**kwargs(TrainOptions, args)))
     best = f"{r.best_validation_mrr:.3f}" if r.best_validation_mrr is not None else "-"
-    return _show(args, r.to_dict(), f"trained {r.steps} steps on {r.train_groups} questions in {r.seconds:.0f} s "
+    cut = (f" (cut by the {r.options.get('max_minutes'):g}-minute limit: {r.planned_steps - r.steps} steps not run; "
+           "--max-steps bounds a run by steps instead)" if r.cut_by == "max_minutes" else "")
+    return _show(args, r.to_dict(), f"trained {r.steps} of {r.planned_steps} planned steps{cut} on {r.train_groups} "
+                f"questions in {r.seconds:.0f} s "
                 f"({r.pairs_per_s:.1f} pairs/s); best epoch {r.best_epoch} (held-out MRR {best}); model in {r.out_dir}"
                 f"\nuse it: --rerank cross-encoder --rerank-model {r.out_dir}")
 

@@ -26,7 +26,8 @@ import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
 
-__all__ = ["OnnxCrossEncoder", "ONNX_FP32", "ONNX_INT8", "TOKENIZER", "MANIFEST", "onnx_file", "is_onnx_folder"]
+__all__ = ["OnnxCrossEncoder", "ONNX_FP32", "ONNX_INT8", "TOKENIZER", "MANIFEST", "onnx_file", "is_onnx_folder",
+           "DEFAULT_MAX_LENGTH", "TRAINED_LENGTH_KEY", "trained_max_length"]
 
 ONNX_FP32 = "model.onnx"
 ONNX_INT8 = "model_int8.onnx"
@@ -34,6 +35,25 @@ TOKENIZER = "tokenizer.json"
 MANIFEST = "ragtune.json"
 PRECISIONS = ("auto", "fp32", "int8")
 _INSTALL = "pip install onnxruntime tokenizers (dependencies of ragtune itself)"
+DEFAULT_MAX_LENGTH = 256  # tokens per pair for a model that records no length of its own
+TRAINED_LENGTH_KEY = "ragtune_max_length"  # config.json of a folder `reranker train` wrote: its training length
+
+
+def trained_max_length(model: str | os.PathLike[str]) -> int | None:
+    """The tokens per pair a model folder was trained or exported for: ``ragtune.json``'s ``max_length`` (an
+    ONNX export), else ``config.json``'s ``ragtune_max_length`` (a folder ``reranker train`` wrote); None for
+    a hub id or a folder that records neither. A model scores best on pairs as long as those it learned on."""
+    p = Path(model).expanduser()
+    if not p.is_dir():
+        return None
+    for name, key in ((MANIFEST, "max_length"), ("config.json", TRAINED_LENGTH_KEY)):
+        try:
+            value = json.loads((p / name).read_text(encoding="utf-8")).get(key) if (p / name).is_file() else None
+        except (OSError, ValueError, AttributeError):
+            value = None
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
 
 
 def is_onnx_folder(path: str | os.PathLike[str]) -> bool:
@@ -68,12 +88,14 @@ class OnnxCrossEncoder:
 
     ``threads``: onnxruntime intra-op threads (0: up to 4, the cores available). ``batch_size``: pairs per run."""
 
-    def __init__(self, folder: str | os.PathLike[str], *, precision: str = "auto", max_length: int = 256,
+    def __init__(self, folder: str | os.PathLike[str], *, precision: str = "auto", max_length: int | None = None,
                  batch_size: int = 16, threads: int = 0):
         self.folder = Path(folder)
         self.model_path = onnx_file(self.folder, precision)
         self.precision = "int8" if self.model_path.name == ONNX_INT8 else "fp32"
-        self.max_length = max_length
+        # None: the length the folder records (its training length, carried by the export), else 256
+        self.max_length = max_length if max_length is not None else (trained_max_length(self.folder)
+                                                                     or DEFAULT_MAX_LENGTH)
         self.batch_size = batch_size
         self.threads = threads
         self._session = None

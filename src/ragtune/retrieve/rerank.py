@@ -154,11 +154,15 @@ class CrossEncoderReranker:
 
     name = "cross-encoder"
 
-    def __init__(self, model: str, *, batch_size: int = 16, max_length: int = 256, device: str = "cpu",
+    def __init__(self, model: str, *, batch_size: int = 16, max_length: int | None = None, device: str = "cpu",
                  backend: str = "auto", precision: str = "auto", threads: int = 0, mode: str = "replace",
                  fuse_k: int = 60):
+        from .onnx_rerank import DEFAULT_MAX_LENGTH, trained_max_length
+
         self.model_name = model
         self.batch_size = batch_size
+        # None: the length the model folder was trained (or exported) for, else 256; an explicit value wins
+        max_length = max_length if max_length is not None else (trained_max_length(model) or DEFAULT_MAX_LENGTH)
         self.max_length = max_length
         self.device = device
         self.backend = pick_backend(model, backend)
@@ -285,7 +289,9 @@ class CrossEncoderConfig(RerankerConfig):
     """A cross-encoder: an ONNX folder (``model.onnx``/``model_int8.onnx`` + ``tokenizer.json``), a
     sentence-transformers folder or a Hugging Face id.
 
-    ``max_length`` 256 by default: a cross-encoder's cost grows with the tokens of every pair (attention
+    ``max_length``: by default the length the model folder records (a folder from ``reranker train`` or its
+    ONNX export: the training length, so inference reads pairs as long as those the model learned on), else 256.
+    A cross-encoder's cost grows with the tokens of every pair (attention
     quadratically), and on a CPU 50 pairs of 512 tokens take about twice as long as 256 for little gain on
     passages that mostly fit in 256 tokens. ``threads`` 0: onnxruntime uses up to 4 cores."""
 
@@ -294,7 +300,9 @@ class CrossEncoderConfig(RerankerConfig):
         "name")] = "cross-encoder/ms-marco-MiniLM-L-6-v2"
     backend: Annotated[str, Opt("cross-encoder runtime: auto, onnx or st (sentence-transformers)")] = "auto"
     precision: Annotated[str, Opt("ONNX weights: auto (int8 when the folder has them), fp32, int8")] = "auto"
-    max_length: Annotated[int, Opt("tokens per (question, passage) pair; fewer is faster")] = 256
+    max_length: Annotated[int | None, Opt("tokens per (question, passage) pair; fewer is faster (default: the "
+                                          "length the model was trained for, when its folder records it; "
+                                          "else 256)")] = None
     batch_size: Annotated[int, Opt("pairs scored per batch")] = 16
     threads: Annotated[int, Opt("CPU threads for scoring (0: up to 4)")] = 0
 
@@ -304,7 +312,8 @@ class CrossEncoderConfig(RerankerConfig):
             raise ConfigError(f"CrossEncoderConfig: model must be a model id or folder, got {self.model!r}")
         check_choice("CrossEncoderConfig", "backend", self.backend, BACKENDS)
         check_choice("CrossEncoderConfig", "precision", self.precision, ("auto", "fp32", "int8"))
-        check_range("CrossEncoderConfig", "max_length", self.max_length, lo=1, integer=True)
+        if self.max_length is not None:
+            check_range("CrossEncoderConfig", "max_length", self.max_length, lo=1, integer=True)
         check_range("CrossEncoderConfig", "batch_size", self.batch_size, lo=1, integer=True)
         check_range("CrossEncoderConfig", "threads", self.threads, lo=0, integer=True)
 

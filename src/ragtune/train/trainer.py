@@ -115,7 +115,10 @@ class TrainOptions(Config):
 @dataclass(frozen=True)
 class TrainResult:
     """What a training run did. ``epochs``: per evaluation (epoch 0 = before training) the mean training loss
-    since the last one and the held-out MRR; ``losses``: every optimiser step's loss."""
+    since the last one and the held-out MRR; ``losses``: every optimiser step's loss. ``steps`` of
+    ``planned_steps`` (the epochs' steps, bounded by ``max_steps``) were done; ``cut_by`` says what stopped the run
+    short of the plan (``"max_minutes"``), None when it ran them all. ``max_length``: the tokens per pair it
+    trained on, saved with the model (``config.json``'s ``ragtune_max_length``) as its inference default."""
 
     out_dir: str
     base: str
@@ -129,6 +132,9 @@ class TrainResult:
     seconds: float
     pairs_per_s: float
     options: dict[str, Any] = field(default_factory=dict)
+    planned_steps: int = 0
+    cut_by: str | None = None
+    max_length: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {f.name: (list(v) if isinstance(v := getattr(self, f.name), tuple) else v) for f in fields(self)}
@@ -354,6 +360,7 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
     deadline = t_train + limit_s if limit_s else None
     model.train()
     stop = False
+    cut_by = None
     for epoch in range(1, options.epochs + 1):
         order = train[:]
         rng.shuffle(order)
@@ -370,9 +377,12 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
             epoch_losses.append(losses[-1])
             step += 1
             pairs_done += sum(len(g.passages) for g in batch)
-            if (options.max_steps is not None and step >= options.max_steps) or \
-                    (deadline is not None and time.perf_counter() >= deadline):
+            if options.max_steps is not None and step >= options.max_steps:
                 stop = True
+                break
+            if deadline is not None and time.perf_counter() >= deadline:
+                stop = True
+                cut_by = "max_minutes" if step < total else None
                 break
         mrr = validate()
         history.append({"epoch": epoch, "train_loss": sum(epoch_losses) / len(epoch_losses), "validation_mrr": mrr,
@@ -393,18 +403,26 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
 
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.model_max_length = options.max_length
+    from ..retrieve.onnx_rerank import TRAINED_LENGTH_KEY
+
+    setattr(model.config, TRAINED_LENGTH_KEY, options.max_length)  # the inference default (rerank, export)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
     seconds = time.perf_counter() - t_start
     result = TrainResult(str(out), options.base, len(train), len(val), tuple(history), best_epoch, best_mrr,
                          tuple(losses), step, round(seconds, 1), round(pairs_done / train_s, 2) if train_s else 0.0,
-                         options.to_dict())
+                         options.to_dict(), total, cut_by, options.max_length)
+    if cut_by:
+        note(f"the {options.max_minutes:g}-minute limit cut training at {step} of {total} planned steps; "
+             "bound it by steps (max_steps) for a run that does not depend on the machine's load",
+             enabled=show_progress)
     from .._version import __version__
 
     manifest = {"ragtune": __version__, "kind": "cross-encoder", "base": options.base, "base_path": base,
                 "data": data or {}, "options": options.to_dict(), "train_groups": len(train),
                 "validation_groups": len(val), "epochs": list(history), "best_epoch": best_epoch,
-                "best_validation_mrr": best_mrr, "steps": step, "seconds": round(seconds, 1),
+                "best_validation_mrr": best_mrr, "steps": step, "planned_steps": total, "cut_by": cut_by,
+                "max_length": options.max_length, "seconds": round(seconds, 1),
                 "pairs_per_s": result.pairs_per_s}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
     return result
