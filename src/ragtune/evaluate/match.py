@@ -21,7 +21,12 @@ What span a hit stands for:
   sections in it. Either way these hits are counted in the report (``matching.doc_level``) with what they
   contributed to the metrics;
 - a URL is turned into a path and fragment (``base_url`` and ``path_prefix`` are cut off first), then matched as
-  above;
+  above under the URL and heading-id rules of the site generator that published it (``site``: ``github``,
+  ``mkdocs``, ``sphinx``, ``docusaurus``; :mod:`ragtune.corpus.sites`): the site root is ``index.md`` (or
+  ``README.md``), ``guide/`` is ``guide/index.md`` or ``guide.md``, ``#step_1`` is MkDocs' id of the second
+  "Step", ``#id1`` Sphinx's. ``site="auto"`` (the default) tries every rule on the hits before matching them and
+  keeps the one that matches most (GitHub's on a tie); the report says which rule was used, how many hits each
+  would match, and for a hit that matches nothing, which other rule would have matched it;
 - text is located in the corpus (in the named document when there is one): exactly first, then on normalised
   text (words only: whitespace, case and markdown markup ignored), then fuzzily (shared word trigrams, at least
   ``min_similarity`` of the hit's); the span found is what it covers.
@@ -44,13 +49,14 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 from ..config import Opt
+from ..corpus import sites
 from ..corpus.corpus import AnchorSpan, Corpus
-from ..errors import ConfigError, UnknownAnchorError
+from ..errors import ConfigError, RagtuneError, UnknownAnchorError
 from ..types import Chunk, Document, Hit, Ranking
 from .hits import ExternalHit, to_hit
 
 __all__ = ["HitMatcher", "MatchReport", "MatchOptions", "Unmatched", "AnchorsOnly", "METHODS", "ANCHOR_SPANS",
-           "DOC_HITS", "hits_to_ranking", "score_matched"]
+           "DOC_HITS", "SITE_RULES", "hits_to_ranking", "score_matched"]
 
 #: how a hit was matched, in the order they are tried
 METHODS = ("span", "anchor", "doc", "text_exact", "text_normalised", "text_fuzzy", "unmatched")
@@ -58,6 +64,8 @@ METHODS = ("span", "anchor", "doc", "text_exact", "text_normalised", "text_fuzzy
 ANCHOR_SPANS = ("own", "subsections")
 #: what a hit naming a whole document covers: every anchor in it, or document-level anchors only
 DOC_HITS = ("credit", "ignore")
+#: the site generators whose URL and heading-id rules URL hits are matched by, and ``auto``: detected from the hits
+SITE_RULES = ("auto", *sites.SITES)
 STAGE = "external"  # the timing key of an outside call
 
 # The matching options, declared once: every command that reads hits (eval --run/--endpoint, compare) takes them.
@@ -67,12 +75,17 @@ Fuzzy = Annotated[bool, Opt("locate text hits exactly or normalised only")]
 AnchorSpanOpt = Annotated[Literal["own", "subsections"], Opt(
     "what an anchor hit doc#X covers: own (X's own text, like a section chunk of X: X and the sections around it) "
     "or subsections (X and every section below it)")]
+SiteOpt = Annotated[Literal["auto", "github", "mkdocs", "sphinx", "docusaurus"], Opt(
+    "the site generator whose URL and heading-id rules hit URLs follow (MkDocs: guide/ -> guide/index.md, "
+    "#step_1; Sphinx: page.html#id1); auto: the rule that matches most of the hits")]
 DocHitsOpt = Annotated[Literal["credit", "ignore"], Opt(
     "a hit naming a whole page (no #fragment): credit (it covers every section in it) or ignore (it covers only "
     "document-level anchors)")]
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 _SPAN_ID = re.compile(r"^(.+)@(\d+)-(\d+)$")
+_ANCHOR_MARK = "\x00"  # a resolved fragment that is a section id of the corpus (the hit was an anchor)
+_GITHUB_BLOB = re.compile(r"^/?[^/]+/[^/]+/(?:blob|tree|raw)/[^/]+/(.+)$")
 _SHINGLE = 3
 _UNMATCHED_KEPT = 200  # unmatched hits listed in a report (all are counted)
 _QUESTIONS_KEPT = 50  # question ids listed in the doc-level block
@@ -89,8 +102,12 @@ class MatchOptions:
     min_similarity: float = 0.6
     anchor_span: AnchorSpanOpt = "own"
     doc_hits: DocHitsOpt = "credit"
+    site: SiteOpt = "auto"
 
     def __post_init__(self) -> None:
+        if self.site not in SITE_RULES:
+            raise ConfigError(f"site {self.site!r}: choose one of {', '.join(SITE_RULES)} (the generator that "
+                              "published the URLs the hits name; auto: the rule that matches most hits)")
         if self.anchor_span not in ANCHOR_SPANS:
             raise ConfigError(f"anchor_span {self.anchor_span!r}: choose own (an anchor hit covers its section's own "
                               "text, as a section chunk does) or subsections (its section with every subsection)")
@@ -131,6 +148,10 @@ class MatchReport:
     doc_hits: str = "credit"
     doc_level: list[tuple[str, int]] = field(default_factory=list)  # (question, rank) of every whole-document hit
     contribution: dict[str, Any] = field(default_factory=dict)
+    site: str = "github"  # the site rule URL hits were matched by
+    site_given: str = "auto"  # the rule asked for (auto: detected)
+    site_matches: dict[str, int] = field(default_factory=dict)  # auto: hits each rule matched in the detection
+    would_match: Counter = field(default_factory=Counter)  # unmatched hits another rule would have matched
 
     @property
     def total(self) -> int:
@@ -153,6 +174,8 @@ class MatchReport:
         return {"hits": self.total, "matched": self.matched, "match_rate": self.match_rate,
                 "by_method": {m: self.counts[m] for m in METHODS if self.counts[m]},
                 "coverage": {"anchor_span": self.anchor_span, "doc_hits": self.doc_hits},
+                "site": {"rule": self.site, "given": self.site_given, "detection": dict(self.site_matches),
+                         "unmatched_would_match": dict(self.would_match)},
                 "doc_level": {"hits": len(self.doc_level), **self.contribution},
                 "unmatched": [u.to_dict() for u in self.unmatched],
                 "unmatched_listed": len(self.unmatched)}
@@ -166,6 +189,11 @@ class MatchReport:
         report = cls(Counter(data.get("by_method") or {}),
                      [Unmatched(u["question"], u["rank"], u["hit"], u["reason"]) for u in data.get("unmatched", [])],
                      cov.get("anchor_span", "own"), cov.get("doc_hits", "credit"), [("", 0)] * n, doc)
+        site = data.get("site") or {}
+        report.site = site.get("rule", "github")
+        report.site_given = site.get("given", "auto")
+        report.site_matches = dict(site.get("detection") or {})
+        report.would_match = Counter(site.get("unmatched_would_match") or {})
         return report
 
     def summary(self) -> str:
@@ -178,7 +206,8 @@ class MatchReport:
             "cover document-level anchors only"
         lines = [f"hits matched: {self.matched}/{self.total} ({self.match_rate:.1%}; {methods})",
                  f"coverage: an anchor hit covers {anchor} (--anchor-span {self.anchor_span}); whole-page hits "
-                 f"{page} (--doc-hits {self.doc_hits})"]
+                 f"{page} (--doc-hits {self.doc_hits})",
+                 self._site_line()]
         if self.doc_level:
             c = self.contribution
             line = (f"matched only at document level (no #fragment): {len(self.doc_level)} hit(s); "
@@ -196,7 +225,22 @@ class MatchReport:
         if more > 0:
             lines.append(f"  ... and {more} more unmatched (all counted; up to {_UNMATCHED_KEPT} listed in the JSON "
                          "output)")
-        return "\n".join(lines)
+        return "\n".join(line for line in lines if line)
+
+    def _site_line(self) -> str:
+        """Which site rule URL hits were matched by, and which would have matched the hits left unmatched."""
+        if self.site_given == "auto" and self.site_matches:
+            tried = ", ".join(f"{s} {n}" for s, n in sorted(self.site_matches.items(), key=lambda x: -x[1]))
+            line = f"site rule: {self.site}, detected from the hits (hits each rule matches: {tried}; --site to choose)"
+        elif self.site_given == "auto":
+            line = ""
+        else:
+            line = f"site rule: {self.site} (--site {self.site})"
+        if self.would_match:
+            best, n = self.would_match.most_common(1)[0]
+            more = f"{n} unmatched hit(s) would match under the {best} rule (--site {best})"
+            line = f"{line}; {more}" if line else f"site rule: {self.site}; {more}"
+        return line
 
 
 class AnchorsOnly:
@@ -250,15 +294,17 @@ class HitMatcher:
     ``corpus=None`` matches identifiers to golden anchors exactly (:class:`AnchorsOnly`);
     text hits then match nothing. ``base_url``/``path_prefix`` are cut off the front of
     URLs and paths; ``fuzzy=False`` stops after the normalised-text stage; ``anchor_span`` and
-    ``doc_hits`` choose what anchor and whole-document hits cover. ``options`` (a
-    :class:`MatchOptions`) gives them all at once; keywords given override it.
+    ``doc_hits`` choose what anchor and whole-document hits cover; ``site`` the generator rule URL hits follow
+    (``auto``: :meth:`detect` picks it from the hits; :func:`hits_to_ranking` calls it on its hits when nobody
+    did before). ``options`` (a :class:`MatchOptions`) gives them all at once; keywords given override it.
     """
 
     def __init__(self, corpus: Corpus | None, *, options: MatchOptions | Mapping[str, Any] | None = None,
                  base_url: str | None = None, path_prefix: str | None = None, fuzzy: bool | None = None,
-                 min_similarity: float | None = None, anchor_span: str | None = None, doc_hits: str | None = None):
+                 min_similarity: float | None = None, anchor_span: str | None = None, doc_hits: str | None = None,
+                 site: str | None = None):
         opts = MatchOptions.of(options, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
-                               min_similarity=min_similarity, anchor_span=anchor_span, doc_hits=doc_hits)
+                               min_similarity=min_similarity, anchor_span=anchor_span, doc_hits=doc_hits, site=site)
         self.options = opts
         self.corpus = corpus
         self.base_url = opts.base_url
@@ -266,10 +312,93 @@ class HitMatcher:
                             else None)
         self.fuzzy = opts.fuzzy
         self.min_similarity = opts.min_similarity
-        self.report = MatchReport(anchor_span=opts.anchor_span, doc_hits=opts.doc_hits)
+        self.site: str | None = None if opts.site == "auto" else opts.site  # None: not detected yet
+        self.report = MatchReport(anchor_span=opts.anchor_span, doc_hits=opts.doc_hits, site=self.site or "github",
+                                  site_given=opts.site)
         self._tok: dict[str, _Tokens] = {}
         self._shingles: dict[tuple[str, ...], list[tuple[int, int]]] | None = None
         self._ids: dict[str, tuple[str | None, str]] = {}
+        self._pages: dict[str, dict[str, str]] = {}
+        self._heads: dict[tuple[str, str], dict[str, Any]] = {}
+
+    # -- the site rule -------------------------------------------------------------------------------------------
+
+    @property
+    def detected(self) -> bool:
+        """Whether the site rule is settled (given, or detected from hits)."""
+        return self.site is not None
+
+    def detect(self, hits: Iterable[ExternalHit]) -> str:
+        """Settle the site rule (``site="auto"``): the rule of :data:`~ragtune.corpus.sites.SITES` that fully
+        matches most of ``hits`` (document, and section when the hit has a fragment), GitHub's on a tie. The counts
+        go into the report. A rule already given or detected is kept."""
+        if self.site is not None:
+            return self.site
+        counts = {s: 0 for s in sites.SITES}
+        if self.corpus is not None:
+            for h in hits:
+                if h.ident is None or h.start is not None or _SPAN_ID.match(h.ident):
+                    continue
+                for s in sites.SITES:
+                    counts[s] += self._matches_under(h, s)
+        best = max(sites.SITES, key=lambda s: (counts[s], -sites.SITES.index(s)))
+        self.site = best
+        self.report.site = best
+        self.report.site_matches = counts
+        return best
+
+    def detect_raw(self, raw: Iterable[Any], *, field: str | None = None) -> str:
+        """:meth:`detect` over raw hits (what a retriever returned or a run file holds); unreadable hits are left to
+        the matching, which reports them."""
+        hits = []
+        for item in raw:
+            try:
+                hits.append(to_hit(item, field=field, where="hit"))
+            except RagtuneError:
+                continue
+        return self.detect(hits)
+
+    def _matches_under(self, hit: ExternalHit, site: str) -> bool:
+        assert hit.ident is not None and self.corpus is not None
+        doc_id, frag = self._resolve_ident(hit.ident, hit.kind, site)
+        return doc_id is not None and (not frag or self._section(self.corpus[doc_id], frag, site) is not None)
+
+
+
+    def _would_match(self, hit: ExternalHit, site: str) -> str | None:
+        """The other site rules that fully match ``hit``, which ``site`` did not ("mkdocs or sphinx"; each counted
+        in the report), or None."""
+        if hit.ident is None or self.corpus is None:
+            return None
+        others = [s for s in sites.SITES if s != site and self._matches_under(hit, s)]
+        for s in others:
+            self.report.would_match[s] += 1
+        return " or ".join(others) or None
+
+    def _page_map(self, site: str) -> dict[str, str]:
+        pages = self._pages.get(site)
+        if pages is None:
+            ranked: dict[str, tuple[int, str]] = {}
+            for d in self.corpus:  # type: ignore[union-attr]
+                for key, prio in sites.page_keys(d, site):
+                    if key not in ranked or prio < ranked[key][0]:
+                        ranked[key] = (prio, d.id)
+            pages = self._pages[site] = {k: v for k, (_, v) in ranked.items()}
+        return pages
+
+    def _section(self, doc: Document, frag: str, site: str) -> Any:
+        """The section of ``doc`` whose id on a ``site`` page is ``frag``, or None. An anchor of the corpus
+        (``doc#id``, as ragtune writes it) is read as such under every rule."""
+        if frag.startswith(_ANCHOR_MARK):
+            return next((s for s in doc.sections if s.id == frag[len(_ANCHOR_MARK):]), None)
+        ids = self._heads.get((site, doc.id))
+        if ids is None:
+            ids = self._heads[(site, doc.id)] = sites.heading_ids(doc, site)
+        sec = ids.get(frag)
+        if sec is None:
+            sec = next((s for s in doc.sections if s.explicit_id == frag), None) or next(
+                (s for k, s in ids.items() if k.lower() == frag.lower()), None)
+        return sec
 
     @property
     def scoring_corpus(self) -> Any:
@@ -299,12 +428,17 @@ class HitMatcher:
         m = _SPAN_ID.match(hit.ident)
         if m and m.group(1) in self.corpus and hit.start is None:  # "doc@start-end", as write_trec_run(ids="span") writes
             hit = ExternalHit(m.group(1), hit.text, hit.score, int(m.group(2)), int(m.group(3)), hit.kind)
-        doc_id, frag = self._resolve_ident(hit.ident, hit.kind)
+        site = self.site or self._site_of(hit)
+        doc_id, frag = self._resolve_ident(hit.ident, hit.kind, site)
         if doc_id is None:
             if hit.text:
                 chunk, method, _ = self._locate(hit.text, None)
                 if chunk is not None:
                     return chunk, method, ""
+            other = self._would_match(hit, site)
+            if other is not None:
+                frag = (f"names no document of the corpus under the {site} site rule; the {other} rule matches it "
+                        f"(site={other.split(' or ')[0]})")
             return None, "unmatched", frag
         doc = self.corpus[doc_id]
         if hit.start is not None and hit.end is not None:
@@ -312,10 +446,12 @@ class HitMatcher:
                 return None, "unmatched", f"span [{hit.start}, {hit.end}) is past the end of {doc_id} ({len(doc.text)} characters)"
             return self._chunk(doc, hit.start, hit.end, hit.ident), "span", ""
         if frag:
-            sec = next((s for s in doc.sections if s.id == frag), None) or next(
-                (s for s in doc.sections if s.explicit_id == frag or s.id.lower() == frag.lower()), None)
+            sec = self._section(doc, frag, site)
             if sec is None:
-                return None, "unmatched", f"no section #{frag} in {doc_id}"
+                other = self._would_match(hit, site)
+                why = "" if other is None else (f" under the {site} heading-id rule; the {other} rule matches it "
+                                                f"(site={other.split(' or ')[0]})")
+                return None, "unmatched", f"no section #{frag} in {doc_id}{why}"
             end = sec.end if self.options.anchor_span == "subsections" else sec.own_end
             return self._chunk(doc, sec.start, end, sec.anchor, (sec.anchor,)), "anchor", ""
         if hit.text and hit.text.strip():
@@ -345,32 +481,47 @@ class HitMatcher:
             ident = ident.lstrip("/")[len(self.path_prefix):]
         return ident
 
-    def _resolve_ident(self, ident: str, kind: str | None) -> tuple[str | None, str]:
+    def _site_of(self, hit: ExternalHit) -> str:
+        """The rule for one hit while none is settled (:meth:`match` called before :meth:`detect`): the first rule
+        that matches it."""
+        if hit.ident is None or self.corpus is None:
+            return "github"
+        return next((s for s in sites.SITES if self._matches_under(hit, s)), "github")
+
+    def _resolve_ident(self, ident: str, kind: str | None, site: str = "github") -> tuple[str | None, str]:
         """(document id, fragment) or (None, why not)."""
-        key = f"{kind}\x00{ident}"
+        key = f"{site}\x00{kind}\x00{ident}"
         if key not in self._ids:
-            self._ids[key] = self._resolve_uncached(ident, kind)
+            self._ids[key] = self._resolve_uncached(ident, kind, site)
         return self._ids[key]
 
-    def _resolve_uncached(self, ident: str, kind: str | None) -> tuple[str | None, str]:
+    def _resolve_uncached(self, ident: str, kind: str | None, site: str) -> tuple[str | None, str]:
         corpus = self.corpus
         assert corpus is not None
         if ident in corpus:
             return ident, ""
         if corpus.has_anchor(ident):
             span = corpus.resolve(ident)
-            return span.doc_id, span.section.id if span.section else ""
+            return span.doc_id, _ANCHOR_MARK + span.section.id if span.section else ""
         path = self._strip(ident, kind)
         doc_part, sep, frag = path.partition("#")
-        for cand in self._doc_candidates(doc_part):
+        doc_part = doc_part.partition("?")[0]
+        page = self._page_map(site).get(sites.page_path(doc_part))
+        if page is not None:
+            return page, frag
+        for cand in self._doc_candidates(doc_part, site):
             if cand in corpus:
                 return cand, frag
         hint = corpus.suggest(path)
         more = f"; closest: {', '.join(hint)}" if hint else ""
-        return None, f"names no document of the corpus{more}; set base_url/path_prefix if URLs or paths carry a prefix"
+        return None, (f"names no document of the corpus{more}; set base_url/path_prefix if URLs or paths carry a "
+                      "prefix")
 
-    def _doc_candidates(self, path: str) -> Iterable[str]:
+    def _doc_candidates(self, path: str, site: str = "github") -> Iterable[str]:
         p = path.strip()
+        m = _GITHUB_BLOB.match(p) if site == "github" else None
+        if m:  # github.com/<owner>/<repo>/blob/<ref>/<path>
+            yield from self._doc_candidates(m.group(1), "")
         root = getattr(self.corpus, "root", None)
         if root and Path(p).is_absolute():
             try:
@@ -384,6 +535,10 @@ class HitMatcher:
         for ext in (".html", ".htm", ".mdx", ".txt"):
             if stem.endswith(ext):
                 yield stem[: -len(ext)] + ".md"
+        if not stem:  # the site or repository root
+            yield "index.md"
+            yield "README.md"
+            return
         yield stem + ".md"
         yield stem + "/index.md"
         yield stem + "/README.md"
@@ -476,8 +631,11 @@ def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, questi
     if isinstance(raw, (str, bytes, Mapping)) or not hasattr(raw, "__iter__"):
         raise ConfigError(f"question {question!r}: the retriever returned a {type(raw).__name__}, expected a list of "
                           "hits (strings, dicts or objects)")
+    items = list(raw)[:k]
+    if not matcher.detected:
+        matcher.detect_raw(items, field=field)
     hits = []
-    for rank, item in enumerate(list(raw)[:k], start=1):
+    for rank, item in enumerate(items, start=1):
         h = to_hit(item, field=field, where=f"question {question!r} hit {rank}")
         chunk, _ = matcher.match(h, question=question, rank=rank)
         hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))

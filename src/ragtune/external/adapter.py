@@ -109,6 +109,7 @@ def evaluate_retriever(
     min_similarity: float = 0.6,
     anchor_span: str = "own",
     doc_hits: str = "credit",
+    site: str = "auto",
     name: str | None = None,
     config: Mapping[str, Any] | None = None,
     show_progress: bool = False,
@@ -126,7 +127,8 @@ def evaluate_retriever(
     once (threads for a sync retriever, tasks for an async one). Each question's call
     is timed (``latency_ms`` p50/p95); ``result.matching`` says how hits matched, lists the
     ones that did not, and what hits naming a whole page contributed. ``anchor_span`` and
-    ``doc_hits``: what anchor and whole-document hits cover (:mod:`ragtune.evaluate.match`).
+    ``doc_hits``: what anchor and whole-document hits cover; ``site``: the generator whose URL and heading-id
+    rules URL hits follow (``auto``: detected from all the hits before any is matched; :mod:`ragtune.evaluate.match`).
 
     A question whose call fails (an error, an unreadable answer) is reported, not fatal: it scores as
     retrieving nothing and is listed in ``result.config["failed"]`` (``count`` and, for up to 200,
@@ -142,7 +144,7 @@ def evaluate_retriever(
         raise ConfigError(f"concurrency must be an integer >= 1, got {concurrency!r}")
     depth = max(int(depth), ks[-1], NDCG_K)
     matcher = HitMatcher(corpus, base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
-                         min_similarity=min_similarity, anchor_span=anchor_span, doc_hits=doc_hits)
+                         min_similarity=min_similarity, anchor_span=anchor_span, doc_hits=doc_hits, site=site)
     if deadline is not None and not deadline > 0:
         raise ConfigError(f"deadline must be > 0 seconds, got {deadline!r}")
     fetch, default_name = as_fetch(retriever)
@@ -150,11 +152,13 @@ def evaluate_retriever(
     end = time.monotonic() + deadline if deadline is not None else None
     raw, failed = _fetch_all(fetch, items, depth, concurrency, asynchronous=_is_async(retriever),
                              show_progress=show_progress, end=end, fail_fast=fail_fast)
+    listed = {item.id: _as_list(raw[item.id][0]) for item in items if item.id not in failed}
+    matcher.detect_raw(h for hits in listed.values() if isinstance(hits, list) for h in hits[:depth])
     rankings = {}
     for item in items:
         if item.id in failed:
             continue
-        hits, seconds = raw[item.id]
+        hits, seconds = listed[item.id], raw[item.id][1]
         try:
             rankings[item.id] = hits_to_ranking(item.q, hits, depth, matcher, question=item.id, field=field,
                                                 seconds=seconds)
@@ -173,6 +177,14 @@ def evaluate_retriever(
 
 
 MAX_LISTED = 200  # failed questions listed in the result (all are counted)
+
+
+def _as_list(hits: Any) -> Any:
+    """A retriever's hits as a list, read once (a generator too), for the site rule's detection and the matching;
+    anything that is not a list of hits is left as it is, for the matching to report."""
+    if hits is None or isinstance(hits, (str, bytes, Mapping)) or not hasattr(hits, "__iter__"):
+        return hits
+    return list(hits)
 
 
 def _late(item) -> ConfigError:

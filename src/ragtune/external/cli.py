@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from ..errors import ConfigError
 from ..evaluate.evaluate import EvalResult
-from ..evaluate.match import AnchorSpanOpt, BaseUrl, DocHitsOpt, Fuzzy, PathPrefix
+from ..evaluate.match import AnchorSpanOpt, BaseUrl, DocHitsOpt, Fuzzy, PathPrefix, SiteOpt
 from ..config import Opt
 
 __all__ = ["evaluate_outside", "parse_headers"]
@@ -56,6 +56,7 @@ def evaluate_outside(
     fuzzy: Fuzzy = True,
     anchor_span: AnchorSpanOpt = "own",
     doc_hits: DocHitsOpt = "credit",
+    site: SiteOpt = "auto",
 ) -> tuple[EvalResult, str]:
     """The evaluation of an outside retriever, ``endpoint`` (a search service) or ``run`` (a run file), on
     ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched."""
@@ -72,14 +73,14 @@ def evaluate_outside(
     flt = (filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)) if filters else None
     if run:
         result = evaluate_run_file(run, gold, corpus=docs, ks=ks, base_url=base_url, path_prefix=path_prefix,
-                                   fuzzy=fuzzy, anchor_span=anchor_span, doc_hits=doc_hits)
+                                   fuzzy=fuzzy, anchor_span=anchor_span, doc_hits=doc_hits, site=site)
     else:
         if any(not i.q.strip() for i in gold):
             raise ConfigError(f"{golden}: questions without text (qrels?) cannot be sent to an endpoint; use a "
                               "golden set with questions")
         result = evaluate_endpoint(endpoint, gold, corpus=docs, ks=ks, depth=depth, concurrency=concurrency,
                                    base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, anchor_span=anchor_span,
-                                   doc_hits=doc_hits, body=body,
+                                   doc_hits=doc_hits, site=site, body=body,
                                    method=http_method, hits_path=hits_path, hit_field=hit_field,
                                    headers=parse_headers(list(header)), timeout=timeout, retries=retries, filters=flt,
                                    show_progress=True, run_deadline=deadline, fail_fast=fail_fast,

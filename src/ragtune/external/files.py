@@ -40,17 +40,18 @@ def _is_json(p: Path) -> bool:
 def evaluate_run_file(path: str | os.PathLike[str], golden: GoldenSet, *, corpus: Any = None,
                       ks: Sequence[int] = DEFAULT_KS, base_url: str | None = None, path_prefix: str | None = None,
                       fuzzy: bool = True, field: str | None = None, anchor_span: str = "own",
-                      doc_hits: str = "credit") -> EvalResult:
+                      doc_hits: str = "credit", site: str = "auto") -> EvalResult:
     """Score the rankings in a run file against ``golden``, as :func:`ragtune.evaluate` scores a retriever's:
     :func:`ragtune.evaluate.run.score_run_file`, the one reader and matcher that ``compare`` and the gate use too.
 
     Without ``corpus`` a hit must equal a golden anchor. Golden questions missing from the file score as if
-    nothing was retrieved. ``anchor_span`` and ``doc_hits`` choose what anchor and whole-page hits cover
+    nothing was retrieved. ``anchor_span`` and ``doc_hits`` choose what anchor and whole-page hits cover, ``site``
+    the generator whose URL and heading-id rules URL hits follow
     (:mod:`ragtune.evaluate.match`).
     """
     return score_run_file(path, golden, corpus=corpus, ks=ks, field=field,
                           options=MatchOptions(base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy,
-                                               anchor_span=anchor_span, doc_hits=doc_hits))
+                                               anchor_span=anchor_span, doc_hits=doc_hits, site=site))
 
 
 # -- qrels -------------------------------------------------------------------------------------------------------

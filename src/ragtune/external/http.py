@@ -198,7 +198,7 @@ def _has_any(hit: Mapping[str, Any]) -> bool:
 def evaluate_endpoint(url: str, golden: GoldenSet, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
                       depth: int = 100, concurrency: int = 1, base_url: str | None = None,
                       path_prefix: str | None = None, fuzzy: bool = True, anchor_span: str = "own",
-                      doc_hits: str = "credit", show_progress: bool = False, run_deadline: float | None = None, fail_fast: bool = False,
+                      doc_hits: str = "credit", site: str = "auto", show_progress: bool = False, run_deadline: float | None = None, fail_fast: bool = False,
                       **http_options: Any) -> EvalResult:
     """Evaluate the search endpoint at ``url`` on ``golden`` (options: :class:`HTTPRetriever`, :func:`evaluate_retriever`).
 
@@ -217,7 +217,7 @@ def evaluate_endpoint(url: str, golden: GoldenSet, *, corpus: Any = None, ks: Se
         retriever.until = time.monotonic() + run_deadline
     result = evaluate_retriever(retriever, golden, corpus=corpus, ks=ks, depth=depth, concurrency=concurrency,
                                 base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, anchor_span=anchor_span,
-                                doc_hits=doc_hits, name=retriever.name,
+                                doc_hits=doc_hits, site=site, name=retriever.name,
                                 config={"endpoint": redact_url(url), "method": retriever.method,
                                         "hits_path": retriever.hits_path},
                                 show_progress=show_progress, deadline=run_deadline, fail_fast=fail_fast)
