@@ -3,8 +3,8 @@
     python bench/segmenter.py --fastapi ../shared/datasets/fastapi_docs/md/docs/en/docs \
         --squad ../shared/datasets/squad2_dev --squad-sample 300
 
-For each set (the FastAPI docs with bench/golden/fastapi.jsonl; a seeded sample of SQuAD 2.0 dev, one chunk
-per paragraph, default chunker): BM25 retrieve the top 5 chunks, and the extractive generator (default
+For each set (the FastAPI docs with bench/golden/fastapi.jsonl, section chunks; SQuAD 2.0 dev, or a seeded
+sample of it, with the default chunker): BM25 retrieves the top 5 chunks, and the extractive generator (default
 threshold, no gate) answers with each segmenter. Prints answered rate, abstention precision and recall, and
 how many answers quote a cut sentence (an odd number of backticks, or a quoted sentence that starts inside
 a URL or a dotted name).
