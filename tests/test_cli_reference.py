@@ -23,7 +23,7 @@ CLI = DOCS / "cli"
 KNOWN_GAPS = {
     "anchors.md": {"--out"},
     "answer.md": {"--k", "--out"},
-    "calibrate.md": {"--json", "--k", "--generator"},  # --generator: new in issue 25 item 8
+    "calibrate.md": {"--json", "--k"},
     "chunk.md": {"--json"},
     "compare.md": {"--site"},
     "eval.md": {"--method", "--milvus-token", "--min-share", "--rerank-attempts", "--rerank-backend",
