@@ -229,7 +229,7 @@ class MatchReport:
 
     def _site_line(self) -> str:
         """Which site rule URL hits were matched by, and which would have matched the hits left unmatched."""
-        if self.site_given == "auto" and self.site_matches:
+        if self.site_given == "auto" and len(set(self.site_matches.values())) > 1:  # the rules disagreed
             tried = ", ".join(f"{s} {n}" for s, n in sorted(self.site_matches.items(), key=lambda x: -x[1]))
             line = f"site rule: {self.site}, detected from the hits (hits each rule matches: {tried}; --site to choose)"
         elif self.site_given == "auto":
