@@ -10,7 +10,7 @@ from ragtune.answer.llm import AnthropicGenerator, OpenAIChatGenerator
 from ragtune.cli import main
 from ragtune.http import APIError
 from tests.answer.fake_llm import FakeLLM
-from tests.helpers import write_jsonl
+from tests.helpers import write_files, write_jsonl
 
 CTX = [Chunk(id="c1", doc_id="guide/billing.md", text="Refunds are issued within 14 days of a cancelled order.",
              start=10, end=65, embed_text="", anchors=("guide/billing.md#refunds",)),
@@ -187,3 +187,54 @@ def test_dry_run_estimates_without_calling(md_corpus, tmp_path, capsys):
     assert "runs offline: no calls" in capsys.readouterr().out
     assert main(["answer", "--corpus", str(md_corpus), "refunds", "--candidates", "5"]) == 2
     assert "--candidates needs --rerank" in capsys.readouterr().err
+
+
+def test_calibrate_counts_the_generators_refusals_and_eval_breaks_abstentions_down(tmp_path, capsys):
+    """Issue 25 item 8: calibrate said 6% of answerable questions were refused at its threshold, eval with that
+    gate answered 50%: the generator refused 13 more (no_match). Calibrate now counts the generator's refusals,
+    and its figures are the ones eval shows with its threshold; eval says who refused (gate, generator, why)."""
+    from tests.helpers import DOCS
+
+    corpus = write_files(tmp_path / "docs", DOCS)
+    rows = [{"id": i, "q": q, "relevant": r} for i, q, r in [
+        ("a1", "How long until refunds are paid for a cancelled order?", ["billing/refunds.md#refunds"]),
+        ("a2", "Are invoices emailed monthly?", ["billing/invoices.md"]),
+        ("a3", "Is account deletion permanent?", ["account/delete.md"]),
+        ("a4", "When do parcels ship?", ["shipping.md"]),
+        # retrieved with confidence, but no sentence holds 30% of their words: the extractive generator's no_match
+        ("a5", "authenticator app troubleshooting when my phone is lost stolen or broken",
+         ["account/password.md#two-factor"]),
+        ("a6", "express shipping cost options countries customs duties tracking", ["shipping.md"]),
+        ("a7", "invoices archive retention policy download format pdf csv", ["billing/invoices.md"]),
+        ("u1", "Do you sell gift cards?", []),
+        ("u2", "What is the warranty on laptops?", []),
+        ("u3", "Can I pay by invoice in shipping?", []),
+    ]]
+    golden = write_jsonl(tmp_path / "g.jsonl", rows)
+    common = ["--corpus", str(corpus), "--golden", str(golden), "--retriever", "bm25", "--json"]
+    assert main(["calibrate", *common, "-k", "5"]) == 0
+    cal = json.loads(capsys.readouterr().out)
+    assert cal["generator"] == "extractive" and cal["generator_refused"] > 0
+    assert cal["false_abstention"] == pytest.approx(cal["gate_refused"] + cal["generator_refused"])
+    assert main(["eval", *common, "--answers", "--gate", repr(cal["threshold"]), "--answer-k", "5"]) == 0
+    answers = json.loads(capsys.readouterr().out)["answers"]
+    ab, m = answers["abstentions"], answers["metrics"]
+    assert ab["answerable"]["gate_share"] == pytest.approx(cal["gate_refused"])
+    assert ab["answerable"]["generator_share"] == pytest.approx(cal["generator_refused"])
+    assert m["answered_rate"] == pytest.approx(cal["answered_rate"])
+    assert m["abstention_precision"] == pytest.approx(cal["precision"])
+    assert m["abstention_recall"] == pytest.approx(cal["recall"])
+    assert ab["generator"] >= 2 and ab["by_reason"]["no_match"] == ab["generator"]
+    assert ab["refused"] == ab["gate"] + ab["generator"] == sum(ab["by_reason"].values())
+    # the terminal says the same
+    assert main(["eval", *common[:-1], "--answers", "--gate", repr(cal["threshold"])]) == 0
+    out = capsys.readouterr().out
+    assert f"abstained: {ab['refused']} of 10 questions (gate {ab['gate']}, generator {ab['generator']}: no_match" in out
+    assert "answerable refused:" in out
+    assert main(["calibrate", *common[:-1]]) == 0
+    assert "with the extractive generator's refusals" in capsys.readouterr().out
+    # the gate alone, as before
+    assert main(["calibrate", *common, "--generator", "none"]) == 0
+    alone = json.loads(capsys.readouterr().out)
+    assert alone["generator"] is None and alone["generator_refused"] == 0.0
+    assert alone["false_abstention"] == alone["gate_refused"]

@@ -17,7 +17,8 @@ from ..errors import ConfigError
 from ..config import Opt
 from .gate import ConfidenceGate, cross_validated_gates, top_score
 
-__all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text"]
+__all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text", "abstentions",
+           "abstention_text"]
 
 
 def estimate_answer_cost(retriever, golden: GoldenSet, *, generator: str, judge: str, k: int = 5, filters: Any = None,
@@ -145,13 +146,50 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
                                                         if "addresses_question" in v])
     out: dict[str, Any] = {"generator": generator.name, "k": k,
                            "gate": gate.threshold if isinstance(gate, ConfidenceGate) else None,
-                           "gate_info": {**info, "text": gate_text(info)}, "metrics": metrics, "answers": rows}
+                           "gate_info": {**info, "text": gate_text(info)}, "metrics": metrics,
+                           "abstentions": abstentions(rows), "answers": rows}
     if judge is not None:
         out["judge"] = {"name": getattr(judge, "name", "?"), "kind": getattr(judge, "kind", None)}
         usage: Mapping[str, int] | None = getattr(judge, "usage", None)
         if usage is not None:
             out["judge"].update({"usage": dict(usage), "cost": getattr(judge, "cost", None)})
     return out
+
+
+def abstentions(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The ``not_found`` answers by who refused: the confidence ``gate`` (before generating), or the
+    ``generator`` (``no_match``: no context sentence matched; ``model``: the model said the context lacks the
+    answer; ``refusal``; ``no_context``), overall and for answerable and unanswerable questions, with the share
+    of answerable questions each refused (what ``calibrate`` reports as refused)."""
+    def split(group: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        refused = [r for r in group if r["outcome"] == "not_found"]
+        by_gate = sum(1 for r in refused if r["reason"] == "gate")
+        return {"questions": len(group), "refused": len(refused), "gate": by_gate, "generator": len(refused) - by_gate}
+
+    refused = [r for r in rows if r["outcome"] == "not_found"]
+    reasons: dict[str, int] = {}
+    for r in refused:
+        reasons[r["reason"] or "model"] = reasons.get(r["reason"] or "model", 0) + 1
+    answerable = split([r for r in rows if r["answerable"]])
+    n_a = answerable["questions"]
+    return {**split(rows), "by_reason": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "answerable": {**answerable, "gate_share": answerable["gate"] / n_a if n_a else None,
+                           "generator_share": answerable["generator"] / n_a if n_a else None},
+            "unanswerable": split([r for r in rows if not r["answerable"]])}
+
+
+def abstention_text(ab: Mapping[str, Any]) -> list[str]:
+    """``abstained: 20 of 40 questions (gate 3, generator 17: no_match 17)`` and the answerable/unanswerable lines."""
+    gen = {k: v for k, v in ab["by_reason"].items() if k != "gate"}
+    detail = (": " + ", ".join(f"{k} {v}" for k, v in gen.items())) if gen else ""
+    lines = [f"abstained: {ab['refused']} of {ab['questions']} questions (gate {ab['gate']}, generator "
+             f"{ab['generator']}{detail})"]
+    for kind in ("answerable", "unanswerable"):
+        g = ab[kind]
+        if g["questions"]:
+            lines.append(f"  {kind} refused: {g['refused']} of {g['questions']} ({g['refused'] / g['questions']:.0%}): "
+                         f"gate {g['gate']}, generator {g['generator']}")
+    return lines
 
 
 def gate_text(info: Mapping[str, Any]) -> str:

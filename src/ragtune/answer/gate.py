@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 
+from ..config import Opt
 from ..errors import ConfigError
 from ..types import Ranking
 
@@ -35,7 +36,12 @@ class ConfidenceGate:
 
 @dataclass(frozen=True)
 class Calibration:
-    """Abstention quality at the chosen threshold; positives are the questions that should be abstained on."""
+    """Abstention quality at the chosen threshold; positives are the questions that should be abstained on.
+
+    With the generator's refusals given (``generator`` names it), an abstention is the gate's or the generator's,
+    as ``eval --answers`` counts them: ``precision``, ``recall``, ``f1``, ``false_abstention`` and ``answered_rate``
+    are those of the two together, the figures eval then shows with this threshold as its gate; ``gate_refused``
+    and ``generator_refused`` split the answerable questions refused between them."""
 
     threshold: float
     precision: float
@@ -47,15 +53,22 @@ class Calibration:
     false_abstention: float = 0.0  # share of answerable questions the gate would refuse
     auc: float = 0.5  # P(an unanswerable question scores below an answerable one): 0.5 = the score cannot tell them apart
     curve: list[dict[str, float]] = field(default_factory=list)  # threshold, coverage, risk
+    gate_refused: float = 0.0  # share of answerable questions below the threshold
+    generator_refused: float = 0.0  # share of answerable questions the gate passes and the generator refuses
+    answered_rate: float = 1.0  # share of all questions answered (neither gate nor generator refused)
+    generator: str | None = None  # whose refusals were counted; None: the gate alone
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def abstention_scores(threshold: float, answerable: np.ndarray, unanswerable: np.ndarray) -> tuple[float, float, float]:
-    """(precision, recall, F1) of 'abstain when score < threshold' at spotting unanswerable questions."""
-    tp = int(np.count_nonzero(unanswerable < threshold))
-    fp = int(np.count_nonzero(answerable < threshold))
+def abstention_scores(threshold: float, answerable: np.ndarray, unanswerable: np.ndarray,
+                      refused_a: np.ndarray | None = None, refused_u: np.ndarray | None = None
+                      ) -> tuple[float, float, float]:
+    """(precision, recall, F1) of 'abstain when score < threshold' at spotting unanswerable questions; with
+    ``refused_a``/``refused_u`` (the generator refuses these anyway), of abstaining when either holds."""
+    tp = int(np.count_nonzero((unanswerable < threshold) | (refused_u if refused_u is not None else False)))
+    fp = int(np.count_nonzero((answerable < threshold) | (refused_a if refused_a is not None else False)))
     fn = unanswerable.size - tp
     p = tp / (tp + fp) if tp + fp else 0.0
     r = tp / (tp + fn) if tp + fn else 0.0
@@ -78,7 +91,10 @@ def _auc(answerable: np.ndarray, unanswerable: np.ndarray) -> float:
 
 
 def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[float], *,
-                        no_evidence: Sequence[bool] | None = None, objective: str = "balanced") -> Calibration:
+                        no_evidence: Sequence[bool] | None = None, objective: str = "balanced",
+                        refused_answerable: Sequence[bool] | None = None,
+                        refused_unanswerable: Sequence[bool] | None = None,
+                        generator: str | None = None) -> Calibration:
     """The threshold that best separates the two kinds of question, plus a coverage-vs-risk curve.
 
     ``objective="balanced"`` (default) maximises recall on unanswerable questions
@@ -90,6 +106,11 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
     retrieved context holds no relevant anchor; answering those is a risk too.
     Coverage = share of all questions answered; risk = share of answered
     questions that are unanswerable or lack evidence in the context.
+
+    ``refused_answerable`` / ``refused_unanswerable`` (aligned with the scores) mark questions the generator
+    refuses whatever the gate does (the extractive generator's ``no_match``, a model's not-found): they count as
+    abstentions in the objective, the figures and the curve, so the threshold is chosen, and its figures
+    given, for the gate and ``generator`` together, as ``eval --answers`` will measure them.
     """
     a = np.asarray(answerable, dtype=np.float64)
     u = np.asarray(unanswerable, dtype=np.float64)
@@ -97,6 +118,11 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
         raise ConfigError(f"calibration needs answerable and unanswerable questions, got {a.size} and {u.size}; "
                           "add questions with \"relevant\": [] to the golden set")
     ne = np.asarray(no_evidence if no_evidence is not None else np.zeros(a.size, dtype=bool), dtype=bool)
+    ra = np.asarray(refused_answerable if refused_answerable is not None else np.zeros(a.size), dtype=bool)
+    ru = np.asarray(refused_unanswerable if refused_unanswerable is not None else np.zeros(u.size), dtype=bool)
+    if ra.shape != a.shape or ru.shape != u.shape:
+        raise ConfigError(f"refused_answerable and refused_unanswerable must align with the scores ({a.size} and "
+                          f"{u.size}), got {ra.size} and {ru.size}")
     finite = np.concatenate([a, u])
     finite = finite[np.isfinite(finite)]
     candidates = np.unique(np.concatenate([finite, [np.inf]])) if finite.size else np.array([np.inf])
@@ -104,42 +130,66 @@ def calibrate_threshold(answerable: Sequence[float], unanswerable: Sequence[floa
         raise ConfigError(f"objective {objective!r}: choose balanced or f1")
 
     def goal(t: float) -> float:
-        p_, r_, f_ = abstention_scores(t, a, u)
-        return f_ if objective == "f1" else r_ - float(np.mean(a < t))
+        p_, r_, f_ = abstention_scores(t, a, u, ra, ru)
+        return f_ if objective == "f1" else r_ - float(np.mean((a < t) | ra))
 
     best = max(candidates, key=lambda t: (goal(t), -t))
-    p, r, f = abstention_scores(best, a, u)
+    p, r, f = abstention_scores(best, a, u, ra, ru)
     auc = _auc(np.where(np.isfinite(a), a, -1e300), np.where(np.isfinite(u), u, -1e300))
     curve = []
     for t in np.unique(np.quantile(finite, np.linspace(0, 1, 41))) if finite.size else []:
-        answered_a = a >= t
-        answered_u = u >= t
+        answered_a = (a >= t) & ~ra
+        answered_u = (u >= t) & ~ru
         n_answered = int(answered_a.sum() + answered_u.sum())
         bad = int(answered_u.sum() + (answered_a & ne).sum())
         curve.append({"threshold": float(t), "coverage": n_answered / (a.size + u.size),
                       "risk": bad / n_answered if n_answered else 0.0})
-    return Calibration(float(best), p, r, f, int(a.size), int(u.size), objective, float(np.mean(a < best)), auc, curve)
+    answered = int(np.count_nonzero((a >= best) & ~ra) + np.count_nonzero((u >= best) & ~ru))
+    return Calibration(float(best), p, r, f, int(a.size), int(u.size), objective, float(np.mean((a < best) | ra)), auc,
+                       curve, gate_refused=float(np.mean(a < best)),
+                       generator_refused=float(np.mean((a >= best) & ra)), answered_rate=answered / (a.size + u.size),
+                       generator=generator)
 
 
 def calibrate_retriever(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, filters: Any = None,
-                        show_progress: bool = False) -> Calibration:
+                        show_progress: bool = False,
+                        generator: Annotated[str | None, Opt(
+                            "the generator eval --answers will use: the questions it refuses from the top k (no "
+                            "matching sentence, a model's not-found) count as abstentions, so the figures printed "
+                            "are those eval shows with this gate; none: the gate alone", metavar="NAME")
+                        ] = "extractive") -> Calibration:
     """Search every golden question, then calibrate the gate on the top scores: answerable questions should pass,
-    unanswerable ones (and answerable ones whose evidence is not in the top ``k``) should be refused."""
+    unanswerable ones (and answerable ones whose evidence is not in the top ``k``) should be refused.
+
+    With a ``generator`` (a name, default ``extractive``; an object with ``generate``; None or ``"none"`` for the
+    gate alone), every question is also answered from its top ``k`` contexts, and the ones it refuses count as
+    abstentions (:func:`calibrate_threshold`): the figures are then those ``eval --answers --gate T`` shows with
+    the same generator and ``--answer-k k``. An LLM generator makes one call per question."""
     from ..evaluate.evaluate import covers
     from ..progress import progress_iter
     from ..retrieve.base import search
 
-    answerable, unanswerable, no_evidence = [], [], []
+    if isinstance(generator, str):
+        from . import make_generator
+
+        generator = None if generator.strip().lower() == "none" else make_generator(generator)
+    answerable, unanswerable, no_evidence, refused_a, refused_u = [], [], [], [], []
     for item in progress_iter(golden.items, "calibrating", enabled=show_progress):
         ranking = search(retriever, item.q, k, filters)
         score = top_score(ranking)
+        refused = (generator is not None and
+                   generator.generate(item.q, tuple(h.chunk for h in ranking.hits)).outcome == "not_found")
         if item.answerable:
             spans = [corpus.resolve(a) for a in item.relevant]
             answerable.append(score)
             no_evidence.append(not any(covers(h.chunk, s) for h in ranking.hits for s in spans))
+            refused_a.append(refused)
         else:
             unanswerable.append(score)
-    return calibrate_threshold(answerable, unanswerable, no_evidence=no_evidence)
+            refused_u.append(refused)
+    return calibrate_threshold(answerable, unanswerable, no_evidence=no_evidence, refused_answerable=refused_a,
+                               refused_unanswerable=refused_u,
+                               generator=getattr(generator, "name", None) if generator is not None else None)
 
 
 def cross_validated_gates(answerable: Sequence[bool], scores: Sequence[float], no_evidence: Sequence[bool], *,

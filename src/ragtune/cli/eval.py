@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 
 from ..answer.evaluate import answer_golden, render_estimate
+from ..answer.gate import calibrate_retriever
 from ..errors import ConfigError
 from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
@@ -87,11 +88,10 @@ def cmd_eval_external(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from ..answer.gate import calibrate_retriever
-
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
     pipeline = load_pipeline(args)
-    cal = calibrate_retriever(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True)
+    cal = calibrate_retriever(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True,
+                              **kwargs(calibrate_retriever, args))
     emit(args, {**cal.to_dict(), "config": pipeline.describe(), "k": args.k},
          render_calibration(cal, pipeline.retriever.name))
     return 0
@@ -119,3 +119,4 @@ def add(sub) -> None:
                 inputs="golden split", output="the calibration and its curve")
     add_pipeline_flags(p)
     p.add_argument("-k", "--k", type=K, default=5, help="contexts an answer would use (default 5)")
+    add_flags(p, calibrate_retriever)
