@@ -93,3 +93,13 @@ def test_the_deep_import_pattern():
     assert DEEP_IMPORT.search("    import ragtune.sweep as s")
     assert not DEEP_IMPORT.search("import ragtune as rt")
     assert not DEEP_IMPORT.search("from ragtune import load_corpus")
+
+
+def test_rt_sweep_is_the_function_however_the_subpackage_was_imported():
+    import subprocess
+    import sys
+
+    code = ("import ragtune.sweep.runner; from ragtune.sweep import parse_grid; import ragtune as rt; "
+            "print(callable(rt.sweep) and rt.sweep.__module__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.strip() == "ragtune.sweep", out.stderr

@@ -179,6 +179,7 @@ def read_config_file(path: str) -> dict[str, Any]:
     import yaml
 
     from .io import check_regular_file
+    from .safe_yaml import safe_yaml_load
 
     p = Path(path)
     check_regular_file(p, "config file")
@@ -187,7 +188,7 @@ def read_config_file(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as e:
         raise ConfigError(f"cannot read {p}: {getattr(e, 'strerror', None) or e}") from None
     try:
-        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else yaml.safe_load(text)
+        data = tomllib.loads(text) if p.suffix.lower() == ".toml" else safe_yaml_load(text, str(p), what="config file")
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise ConfigError(f"{p}: cannot parse: {str(e).splitlines()[0]}") from None
     if not isinstance(data, dict):

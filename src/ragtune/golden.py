@@ -44,6 +44,7 @@ import yaml
 
 from .corpus.corpus import Corpus
 from .corpus.loaders import is_beir_folder, iter_jsonl, read_text_file
+from .safe_yaml import safe_yaml_load
 from .errors import CorpusError, CorpusNotFoundError, GoldenSetError
 from .types import Document, Section
 
@@ -341,7 +342,7 @@ def _item_lines(text: str) -> list[int]:
 def _load_yaml(path: Path) -> GoldenSet:
     text = read_text_file(path)
     try:
-        data = yaml.safe_load(text)
+        data = safe_yaml_load(text, str(path), what="golden set", error=GoldenSetError)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f":{mark.line + 1}" if mark is not None else ""

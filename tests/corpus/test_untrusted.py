@@ -276,3 +276,34 @@ def test_many_headings_parse_and_chunk_in_linear_time():
         return "# Top\n\n" + "".join(f"{'#' * (2 + i % 4)} h{i}\n\ntext {i}\n\n" for i in range(n))
 
     _assert_linear(build, headings, 2_000, "headings", bound=6.0)  # 50,000 took 96 s
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, "
+    f"*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n" for i in range(8))
+
+
+def test_every_yaml_reader_refuses_an_alias_bomb(tmp_path):
+    """Golden sets, sweep grids and config files go through the same bounded loader as front matter."""
+    import time
+
+    from ragtune.config import read_config_file
+    from ragtune.errors import ConfigError, GoldenSetError, GridError
+    from ragtune.golden import load_golden
+    from ragtune.sweep import load_grid
+
+    for name, load, error in (("g.yaml", load_golden, GoldenSetError), ("grid.yaml", load_grid, GridError),
+                              ("c.yaml", read_config_file, ConfigError)):
+        (tmp_path / name).write_text(BOMB)
+        t0 = time.perf_counter()
+        with pytest.raises(error, match="expands to more than"):
+            load(str(tmp_path / name))
+        assert time.perf_counter() - t0 < 5
+
+
+def test_a_large_golden_set_without_aliases_is_not_refused(tmp_path):
+    from ragtune.golden import load_golden
+
+    rows = "".join(f"- id: q{i}\n  q: question {i}\n  relevant: [a.md, b.md#s{i}]\n" for i in range(6000))
+    (tmp_path / "g.yaml").write_text(rows)  # 30,000 values: past the front-matter budget, within a golden set's
+    assert len(load_golden(str(tmp_path / "g.yaml"))) == 6000

@@ -30,6 +30,8 @@ from typing import Any
 import yaml
 
 from ..errors import CorpusError
+from ..safe_yaml import BoundedSafeLoader  # noqa: F401 - re-exported
+from ..safe_yaml import safe_yaml_load as _safe_yaml_load
 
 __all__ = ["normalise_metadata", "load_front_matter", "safe_yaml_load", "BoundedSafeLoader", "MAX_METADATA_VALUES", "MAX_METADATA_CHARS",
            "MAX_METADATA_DEPTH", "MAX_FRONT_MATTER_CHARS"]
@@ -153,87 +155,6 @@ def normalise_metadata(metadata: Any, *, source: str) -> dict[str, Any]:
     return out if changed else metadata  # type: ignore[return-value]
 
 
-class BoundedSafeLoader(yaml.SafeLoader):
-    """The safe loader, refusing a document nested deeper than ``max_depth`` while composing it, and one whose
-    aliases and merge keys expand past ``max_values`` values or ``max_chars`` characters, or that refers to
-    itself, before anything is constructed. Use it through :func:`safe_yaml_load`."""
-
-    what = "YAML"
-    source = ""
-    max_values = MAX_METADATA_VALUES
-    max_chars = MAX_METADATA_CHARS
-    max_depth = MAX_METADATA_DEPTH
-    error: type[Exception] = CorpusError
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        self._depth += 1  # refused here, before Python's recursion limit is reached slowly
-        try:
-            if self._depth > self.max_depth + 1:
-                raise self.error(f"{self.source}: {self.what} nested more than {self.max_depth} levels deep")
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
-
-    def construct_document(self, node: yaml.Node) -> Any:
-        _check_expansion(node, self)
-        return super().construct_document(node)
-
-
-def safe_yaml_load(text: str, source: str, *, what: str = "YAML", max_values: int = MAX_METADATA_VALUES,
-                   max_chars: int = MAX_METADATA_CHARS, max_depth: int = MAX_METADATA_DEPTH,
-                   error: type[Exception] = CorpusError) -> Any:
-    """``yaml.safe_load(text)`` within a budget: ``error`` (naming ``source`` and ``what``) when it nests more
-    than ``max_depth`` levels, expands past ``max_values`` values or ``max_chars`` characters once its aliases
-    are written out (a 1 kB "billion laughs" document), or refers to itself. YAML syntax errors are
-    ``yaml.YAMLError`` as usual."""
-    loader = BoundedSafeLoader(text)
-    loader.what, loader.source, loader.error = what, source, error
-    loader.max_values, loader.max_chars, loader.max_depth = max_values, max_chars, max_depth
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-def _check_expansion(root: yaml.Node, loader: BoundedSafeLoader) -> None:
-    """Count the values and characters ``root`` stands for once every alias is written out (each node once,
-    however many times it is referred to), and refuse it past the limits or when it contains itself."""
-    size: dict[int, tuple[int, int]] = {}
-    open_: set[int] = set()
-    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
-    while stack:
-        node, done = stack.pop()
-        nid = id(node)
-        if done:
-            open_.discard(nid)
-            if isinstance(node, yaml.MappingNode):
-                kids = [n for pair in node.value for n in pair]
-            elif isinstance(node, yaml.SequenceNode):
-                kids = node.value
-            else:
-                kids = []
-            values = 1 + sum(size[id(k)][0] for k in kids)
-            chars = (len(node.value) if isinstance(node, yaml.ScalarNode) else 0) + sum(size[id(k)][1] for k in kids)
-            if values > loader.max_values or chars > loader.max_chars:
-                raise loader.error(f"{loader.source}: {loader.what} expands to more than {loader.max_values:,} values "
-                                   f"or {loader.max_chars:,} characters once its aliases are written out; remove the "
-                                   "aliases (&name / *name) or write less")
-            size[nid] = (values, chars)
-            continue
-        if nid in size:
-            continue
-        if nid in open_:
-            raise loader.error(f"{loader.source}: {loader.what} refers to itself (a recursive YAML alias); "
-                               "write the value out instead")
-        open_.add(nid)
-        stack.append((node, True))
-        if isinstance(node, yaml.MappingNode):
-            stack.extend((n, False) for pair in node.value for n in pair)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend((n, False) for n in node.value)
-
-
 def load_front_matter(raw: str, source: str, *, first_line: int = 2) -> dict[str, Any]:
     """The YAML mapping in ``raw`` (a front matter block without its ``---`` lines), normalised; ``first_line``
     is the line of the file that ``raw`` starts on, for error positions."""
@@ -266,3 +187,11 @@ def load_front_matter(raw: str, source: str, *, first_line: int = 2) -> dict[str
         raise CorpusError(f"{source}: front matter must be a YAML mapping (key: value lines), "
                           f"got {type(data).__name__}")
     return normalise_metadata(data, source=source)
+
+
+def safe_yaml_load(text: str, source: str, *, what: str = "YAML", max_values: int = MAX_METADATA_VALUES,
+                   max_chars: int = MAX_METADATA_CHARS, max_depth: int = MAX_METADATA_DEPTH,
+                   error: type[Exception] = CorpusError) -> Any:
+    """:func:`ragtune.safe_yaml.safe_yaml_load` with the corpus's limits and :class:`CorpusError`."""
+    return _safe_yaml_load(text, source, what=what, max_values=max_values, max_chars=max_chars, max_depth=max_depth,
+                           error=error)

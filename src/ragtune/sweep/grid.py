@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from ..safe_yaml import safe_yaml_load
 from ..errors import ConfigError, GridError
 from ..evaluate.table import check_metric
 from ..pipeline import PipelineConfig
@@ -159,7 +160,7 @@ def load_grid(path: str | os.PathLike[str], *, metric: str | None = None) -> Gri
         if p.suffix.lower() == ".toml":
             data = tomllib.loads(text)
         elif p.suffix.lower() in (".yaml", ".yml"):
-            data = yaml.safe_load(text) or {}
+            data = safe_yaml_load(text, str(p), what="grid file", error=GridError) or {}
         else:
             raise GridError(f"{p}: use a .toml or .yaml grid file")
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
