@@ -38,7 +38,16 @@ def cmd_compare(args) -> int:
                      options=MatchOptions(**kwargs(MatchOptions, args)), **kwargs(compare, args))
     if args.out:
         report.write(args.out)
-    print(report.to_json() if args.json else report.to_text() + (f"\n\nwrote {args.out}" if args.out else ""))
+    if args.json:
+        print(report.to_json())
+        return 0
+    text = report.digest()
+    if args.all:
+        text += "\n\n" + report.to_text()
+    else:
+        text += (f"\n\nthe full tables ({len(report.rows)} rows), fixed and broken questions and notes: --all"
+                 + ("" if args.out else ", or --out FILE.html / .md"))
+    print(text + (f"\n\nwrote {args.out}" if args.out else ""))
     return 0
 
 
@@ -62,4 +71,6 @@ def add(sub) -> None:
     add_flags(p, compare)
     add_flags(p.add_argument_group("run files: how hits match the corpus (as eval --run)"), MatchOptions)
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--all", action="store_true", help="print every table after the digest (best, what is "
+                                                      "significant, what it takes to tell), not the digest alone")
     p.add_argument("--out", metavar="FILE", help="write the report: .md, .html or .json by the suffix")

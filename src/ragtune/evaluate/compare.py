@@ -173,6 +173,57 @@ class Report:
             out.append(s)
         return out
 
+    def digest(self, *, listed: int = 3) -> str:
+        """A few lines that lead the report: per metric the baseline, the best system and whether it is significant,
+        how many systems beat the baseline; which comparisons are significant (up to ``listed`` each way); and what
+        it takes to tell: the smallest difference these questions can detect, and the questions the best system's
+        difference would need. The full tables are :meth:`to_text`."""
+        comps = self.comparisons
+        adj = f"p {self.correction}" if self.correction != "none" else "p"
+        lines = [f"{len(self.systems)} system(s) against the baseline {self.baseline} on {self.n} questions "
+                 f"({self.test} test, {self.correction} correction over {len(comps)} comparisons, "
+                 f"alpha {self.alpha:g})"]
+        for m in self.metrics:
+            rows = [r for r in comps if r.metric == m]
+            base = self.row(self.baseline, m)
+            if not rows:
+                lines.append(f"{m}: baseline {base.mean:.4f}; nothing else to compare")
+                continue
+            better = parse_metric(m)[0].higher_is_better
+            sign = 1.0 if better else -1.0
+            best = max(rows, key=lambda r: sign * (r.delta or 0.0))
+            above = sum(1 for r in rows if sign * (r.delta or 0.0) > 0)
+            below = sum(1 for r in rows if sign * (r.delta or 0.0) < 0)
+            verdict = "significant" if best.significant else "not significant"
+            if sign * (best.delta or 0.0) <= 0:
+                head = f"no system beats the baseline ({base.mean:.4f}); closest {best.system} {best.mean:.4f}"
+            else:
+                head = f"best {best.system} {best.mean:.4f} vs baseline {base.mean:.4f}"
+            lines.append(f"{m}: {head} ({best.delta:+.4f}, {adj} {format_p(best.p_adjusted)}: {verdict}); "
+                         f"{above} of {len(rows)} above the baseline, {below} below")
+            if best.mde is not None:
+                tell = (f"  to tell: with {best.n} questions the smallest difference detectable here is about "
+                        f"±{best.mde:.4f} (power {self.power:g}, alpha {self.mde_alpha:.3g})")
+                if not best.significant and best.needed is not None and best.delta:
+                    tell += f"; the best's {best.delta:+.4f} would take about {best.needed} questions"
+                lines.append(tell)
+        sig = [r for r in comps if r.significant]
+        if not sig:
+            lines.append(f"significant: none of the {len(comps)} comparisons")
+        else:
+            ups = sorted((r for r in sig if (r.delta or 0) * (1 if parse_metric(r.metric)[0].higher_is_better
+                                                                else -1) > 0), key=lambda r: r.p_adjusted or 0)
+            downs = sorted((r for r in sig if r not in ups), key=lambda r: r.p_adjusted or 0)
+            lines.append(f"significant: {len(sig)} of {len(comps)} comparisons ({len(ups)} better, "
+                         f"{len(downs)} worse than the baseline)")
+            for label, group in (("better", ups), ("worse", downs)):
+                if group:
+                    shown = "; ".join(f"{r.system} on {r.metric} {r.delta:+.4f} ({adj} {format_p(r.p_adjusted)})"
+                                      for r in group[:listed])
+                    more = f"; and {len(group) - listed} more" if len(group) > listed else ""
+                    lines.append(f"  {label}: {shown}{more}")
+        return "\n".join(lines)
+
     def to_dict(self) -> dict[str, Any]:
         d = {k: getattr(self, k) for k in ("systems", "baseline", "metrics", "n", "test", "correction", "samples",
                                             "seed", "alpha", "power", "confidence", "mde_alpha", "target_effect")}
