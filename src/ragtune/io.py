@@ -33,19 +33,11 @@ def write_jsonl(path: str | os.PathLike[str], rows: list[Any]) -> None:
 
 
 def check_regular_file(path: str | os.PathLike[str], what: str = "file") -> None:
-    """Refuse a path that is not a regular file before anything reads it: reading a FIFO or a device would block
-    forever or never end."""
-    import stat
+    """Refuse a path that is not a regular file before anything reads it (reading a FIFO or a device would block
+    forever or never end): :func:`ragtune.paths.check_input_file`, the one check."""
+    from .paths import check_input_file
 
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as e:
-        raise ConfigError(f"cannot read {what} {os.fspath(path)}: {e.strerror or e}") from None
-    if not stat.S_ISREG(mode):
-        kind = ("a folder" if stat.S_ISDIR(mode) else "a FIFO (named pipe)" if stat.S_ISFIFO(mode)
-                else "a socket" if stat.S_ISSOCK(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-                else "not a regular file")
-        raise ConfigError(f"{os.fspath(path)} is {kind}, not a regular file; remove it or point at regular files")
+    check_input_file(path, what)
 
 
 def json_finite(o: Any) -> Any:

@@ -90,8 +90,8 @@ def parse_judge_json(text: str) -> dict[str, Any] | None:
 
 
 class LLMJudge:
-    """An LLM grades each answer (temperature 0 on OpenAI-compatible servers; the anthropic SDK 2.x takes no
-    temperature, so Claude samples at its default). Malformed verdicts are asked again
+    """An LLM grades each answer (temperature 0 on OpenAI-compatible servers; no temperature is sent to the
+    Anthropic Messages API, so Claude samples at its default). Malformed verdicts are asked again
     up to ``attempts`` times; tokens and cost are counted per run.
 
     ``kind`` is ``openai`` (any OpenAI-compatible server) or ``anthropic``; prices
