@@ -56,7 +56,7 @@ def test_the_digest_of_a_difference_too_small_to_tell_says_how_many_questions_it
     close = run_from_ranks("close", [1] * (N - 1) + [6])
     digest = compare([base, close], metrics=("recall@5",), samples=2000).digest()
     assert "not significant" in digest and "significant: none of the 1 comparisons" in digest
-    assert "the best's +0.0250 would take about" in digest
+    assert "detecting close's +0.0250 would take about" in digest
 
 
 def test_compare_prints_the_digest_and_the_tables_on_request(tmp_path, capsys):

@@ -205,7 +205,7 @@ class Report:
                 tell = (f"  to tell: with {best.n} questions the smallest difference detectable here is about "
                         f"±{best.mde:.4f} (power {self.power:g}, alpha {self.mde_alpha:.3g})")
                 if not best.significant and best.needed is not None and best.delta:
-                    tell += f"; the best's {best.delta:+.4f} would take about {best.needed} questions"
+                    tell += f"; detecting {best.system}'s {best.delta:+.4f} would take about {best.needed} questions"
                 lines.append(tell)
         sig = [r for r in comps if r.significant]
         if not sig:
