@@ -95,11 +95,17 @@ def test_the_deep_import_pattern():
     assert not DEEP_IMPORT.search("from ragtune import load_corpus")
 
 
-def test_rt_sweep_is_the_function_however_the_subpackage_was_imported():
+def test_no_public_name_shadows_a_subpackage():
+    """A top-level function named like a subpackage (``sweep``) breaks ``import ragtune.sweep.runner as r``."""
+    import pkgutil
     import subprocess
     import sys
 
-    code = ("import ragtune.sweep.runner; from ragtune.sweep import parse_grid; import ragtune as rt; "
-            "print(callable(rt.sweep) and rt.sweep.__module__)")
+    subpackages = {m.name for m in pkgutil.iter_modules(ragtune.__path__)}
+    # rt.evaluate (the verb, since the first release) is the one exception: `from ragtune.evaluate import X`
+    # works, `import ragtune.evaluate.X as m` does not; no other name may join it
+    assert subpackages & set(ragtune.__all__) == {"evaluate"}
+    code = ("import ragtune as rt; rt.run_grid; import ragtune.sweep.runner as r; from ragtune.sweep import sweep; "
+            "print(r.__name__, callable(rt.run_grid) and rt.run_grid is sweep)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert out.stdout.strip() == "ragtune.sweep", out.stderr
+    assert out.stdout.split() == ["ragtune.sweep.runner", "True"], out.stderr

@@ -47,7 +47,6 @@ from .pipeline import (Pipeline, PipelineConfig, Resources, StoredIndex, build_p
                        build_retriever, candidate_verdict, compare_candidates, default_chunker, run_eval)
 from .registry import CHUNKERS, EMBEDDERS, GENERATORS, JUDGES, RERANKERS, RETRIEVERS
 from .retrieve import BM25Config, BM25Retriever, ParentRetriever, Retriever
-from .sweep import sweep  # eager: the function must shadow the subpackage of the same name, however it was imported
 from .types import Chunk, Document, Hit, Ranking, Section
 
 # The rest of the public API, imported on first use (``rt.sweep`` loads the sweep package, ``rt.create_app``
@@ -59,7 +58,7 @@ _LAZY = {
     **dict.fromkeys(("DEFAULT_EMBEDDER", "CachedEmbedder", "EmbeddingCache", "get_embedder"), "ragtune.embed"),
     **dict.fromkeys(("get_tokenizer",), "ragtune.chunking.tokens"),
     **dict.fromkeys(("Grid", "Executor", "LocalExecutor", "SweepJob", "SweepResult", "load_grid", "parse_grid",
-                     "run_config", "run_sweep", "summarize", "write_report"), "ragtune.sweep"),
+                     "run_config", "run_grid", "run_sweep", "summarize", "write_report"), "ragtune.sweep"),
     **dict.fromkeys(("IndexStore", "VersionInfo", "build_version", "load_pipeline", "migrate", "open_pipeline",
                      "refresh_version"), "ragtune.store"),
     **dict.fromkeys(("Answer", "Citation", "ConfidenceGate", "answer_question", "build_prompt",
@@ -103,6 +102,6 @@ __all__ = sorted({
     "GoldenItem", "GoldenReport", "GoldenSet", "check_golden", "load_golden", "Pipeline", "PipelineConfig",
     "Resources", "StoredIndex", "build_pipeline", "build_reranker", "build_retriever", "candidate_verdict",
     "compare_candidates", "default_chunker", "run_eval", "CHUNKERS", "EMBEDDERS", "GENERATORS", "JUDGES",
-    "RERANKERS", "RETRIEVERS", "sweep", "BM25Config", "BM25Retriever", "ParentRetriever", "Retriever", "Chunk", "Document",
+    "RERANKERS", "RETRIEVERS", "BM25Config", "BM25Retriever", "ParentRetriever", "Retriever", "Chunk", "Document",
     "Hit", "Ranking", "Section",
 })

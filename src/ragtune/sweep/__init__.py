@@ -11,11 +11,11 @@ from .results import SweepResult, summarize
 from .runner import Executor, LocalExecutor, SweepJob, SweepStateError, run_config, run_sweep
 
 __all__ = ["Grid", "GridError", "SweepResult", "SweepStateError", "Executor", "LocalExecutor", "SweepJob",
-           "load_grid", "parse_grid", "render_report", "run_config", "run_sweep", "summarize", "sweep",
+           "load_grid", "parse_grid", "render_report", "run_config", "run_grid", "run_sweep", "summarize", "sweep",
            "write_report"]
 
 
-def sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
+def run_grid(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
           show_progress: bool = True, executor: Executor | None = None) -> SweepResult:
     """Run (or resume) every configuration, compare each with the baseline, and write
     ``results.json`` and ``report.html`` into ``out_dir``. ``executor`` runs the configurations (default: one
@@ -27,3 +27,6 @@ def sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathL
     result.write(out_dir)
     write_report(result, out_dir)
     return result
+
+
+sweep = run_grid  # the name the CLI and earlier releases use (`rt.sweep` is this package: `rt.run_grid` is the verb)
