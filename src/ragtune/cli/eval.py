@@ -6,16 +6,14 @@ import sys
 
 from ..answer.evaluate import answer_golden, render_estimate
 from ..answer.gate import calibrate_retriever
-from ..errors import ConfigError
 from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..external.cli import evaluate_outside
 from ..golden import load_golden
 from ..registry import RERANKERS
 from .options import add_flags, kwargs
-from ..pipeline import compare_candidates, first_stage_check, run_eval
-from .render import (candidate_verdict, render_answer_metrics, render_calibration, render_candidates, render_eval,
-                      render_rerank_usage)
+from ..pipeline.evaluation import evaluate_reranking
+from .render import render_answer_metrics, render_calibration, render_candidates, render_eval, render_rerank_usage
 from ._common import K, add_pipeline_flags, command, emit, filters, float_in, int_in, int_list, load_pipeline
 
 def cmd_eval(args) -> int:
@@ -34,18 +32,13 @@ def cmd_eval(args) -> int:
     if answers and "estimate" in answers:
         return emit(args, answers["estimate"], render_estimate(answers["estimate"], args.price_in or 0.0,
                                                                args.price_out or 0.0))
-    options = dict(ks=args.k, depth=args.depth, filters=flt, show_progress=True, k_unit=args.k_unit)
-    result = run_eval(pipeline, golden, **options)
-    table = compare_candidates(pipeline, golden, args.candidates, **options) \
-        if args.rerank and args.candidates and len(args.candidates) > 1 else None
-    usage = getattr(pipeline.reranker, "usage", None)
-    warning = None if table else first_stage_check(pipeline, result, golden, **{**options, "show_progress": False})
-    data = {**result.to_dict(), **({"answers": answers} if answers else {})}
-    if table:
-        data.update(candidates_table=table, candidates_verdict=candidate_verdict(table, args.budget_ms))
-    data.update({k: v for k, v in (("rerank_warning", warning), ("rerank_usage", usage)) if v})
+    result, extras = evaluate_reranking(pipeline, golden, candidates=args.candidates if args.rerank else None,
+                                        budget_ms=args.budget_ms, ks=args.k, depth=args.depth, filters=flt,
+                                        show_progress=True, k_unit=args.k_unit)
+    data = {**result.to_dict(), **({"answers": answers} if answers else {}), **extras}
     text = render_eval(result, failures=args.failures) + (render_answer_metrics(answers) if answers else "")
-    extra = [render_candidates(table, args.rerank, args.budget_ms) if table else warning,
+    table, usage = extras.get("candidates_table"), extras.get("rerank_usage")
+    extra = [render_candidates(table, args.rerank, args.budget_ms) if table else extras.get("rerank_warning"),
              render_rerank_usage(usage) if usage else None]
     return _emit_gated(args, json_finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
 
@@ -65,25 +58,19 @@ def _emit_gated(args, data, text) -> int:
 
 
 def _gate_inputs(args) -> dict:
-    """What scores a baseline that is a run file (TREC, ranx, JSONL) as eval --run would: golden, corpus, matching."""
-    if not args.baseline or args.update_baseline:
-        return {}
     from ..evaluate.match import MatchOptions
-    from ..external.files import load_golden_or_qrels
+    from ..external.files import gate_inputs
 
-    return {"golden": load_golden_or_qrels(args.golden, split=args.split), "corpus": getattr(args, "corpus", None),
-            "options": MatchOptions(**kwargs(MatchOptions, args))}
+    return gate_inputs(None if args.update_baseline else args.baseline, args.golden, split=args.split,
+                       corpus=getattr(args, "corpus", None), options=MatchOptions(**kwargs(MatchOptions, args)))
 
 
 def cmd_eval_external(args) -> int:
     """--endpoint URL or --run FILE: an outside retriever's rankings, scored like ragtune's own."""
-    given = [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
-             if getattr(args, n, None)]
-    if given:
-        raise ConfigError(f"{', '.join(given)} configure a ragtune pipeline; with --endpoint/--run the retriever is "
-                          "outside ragtune (drop them)")
+    pipeline = [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
+                if getattr(args, n, None)]
     result, summary = evaluate_outside(args.golden, split=args.split, corpus=args.corpus, ks=args.k, depth=args.depth,
-                                       filters=args.filter, **kwargs(evaluate_outside, args))
+                                       filters=args.filter, pipeline=pipeline, **kwargs(evaluate_outside, args))
     return _emit_gated(args, json_finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
 
 

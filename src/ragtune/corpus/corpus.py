@@ -59,6 +59,7 @@ class Corpus:
         self._by_id = by_id
         self._sections: dict[str, Section] = {s.anchor: s for d in docs for s in d.sections}
         self._fingerprint: str | None = None
+        self._starts: dict[str, list[int]] = {}
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -94,6 +95,23 @@ class Corpus:
                     h.update(b)
             self._fingerprint = h.hexdigest()
         return self._fingerprint
+
+    def section_at(self, doc_id: str, pos: int) -> str:
+        """The anchor of the section whose own text (heading to the next heading) holds character ``pos`` of
+        ``doc_id``; the document id before its first heading or for a document unknown here."""
+        import bisect
+
+        doc = self._by_id.get(doc_id)
+        if doc is None or not doc.sections:
+            return doc_id
+        starts = self._starts.get(doc_id)
+        if starts is None:
+            starts = self._starts[doc_id] = [s.start for s in doc.sections]
+        i = bisect.bisect_right(starts, pos) - 1
+        if i < 0:
+            return doc_id
+        sec = doc.sections[i]
+        return sec.anchor if pos < max(sec.own_end, sec.start + 1) else doc_id
 
     def anchors(self) -> list[str]:
         """Every anchor: each document id, then each section anchor, in corpus order."""

@@ -38,13 +38,15 @@ def covers(chunk: Chunk, span: AnchorSpan) -> bool:
 
 
 def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float],
-          not_relevant: Sequence[AnchorSpan] = ()) -> Judgement:
+          not_relevant: Sequence[AnchorSpan] = (), *, hole_name: Any = None) -> Judgement:
     """Judge ``ranking`` against one question's anchor ``spans`` (with their ``grades``): for each anchor the rank
     where a chunk first :func:`covers` it, for each rank whether its chunk covers any, and each chunk's tokens.
 
     What was judged, too: for each rank whether its chunk covers a relevant anchor or one of ``not_relevant``
     (the anchors judged not relevant), and for each unjudged anchor retrieved (a chunk covering no judged anchor,
-    named by :attr:`Chunk.anchor`, its section) the rank first retrieved: the holes.
+    named by ``hole_name(chunk)``: the corpus section its start falls in, so a chunk, a span hit or an anchor hit of
+    one section name one hole by every path; :attr:`Chunk.anchor` without a corpus) the rank first retrieved:
+    the holes.
 
     The anchors are indexed by document once, so each retrieved chunk is tested only against the anchors of its
     own document (one pass over the ranking, not one :func:`covers` call per rank and anchor)."""
@@ -66,10 +68,17 @@ def judge(ranking: Ranking, spans: Sequence[AnchorSpan], grades: Sequence[float]
                     first[i] = r + 1
         judged[r] = rank_hits[r] or any(covers(hit.chunk, z) for z in zero.get(hit.chunk.doc_id, ()))
         if not judged[r]:
-            holes.setdefault(hit.chunk.anchor, r + 1)
+            holes.setdefault(hole_name(hit.chunk) if hole_name else hit.chunk.anchor, r + 1)
     tokens = np.array([h.chunk.tokens or 0 for h in ranking.hits], dtype=np.float64)
     return Judgement(first, np.asarray(grades, dtype=np.float64), rank_hits, tokens, judged,
                      np.array(list(holes.values()), dtype=np.float64))
+
+
+def _hole_namer(corpus: Corpus | None) -> Any:
+    """``chunk -> the anchor of the corpus section its start falls in`` (None without a corpus)."""
+    if corpus is None or not hasattr(corpus, "section_at"):
+        return None
+    return lambda chunk: corpus.section_at(chunk.doc_id, chunk.start)
 
 
 def context_tokens(ranking: Ranking, k: int) -> float:
@@ -234,7 +243,8 @@ def evaluate(
                 for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
     rankings, unit = apply_k_unit(rankings, spans_by_id, k_unit)
     cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
-    return _score(rankings, golden, spans_by_id, ks, cfg, zero=_resolve_not_relevant(golden, corpus))
+    return _score(rankings, golden, spans_by_id, ks, cfg, zero=_resolve_not_relevant(golden, corpus),
+                  hole_name=_hole_namer(corpus))
 
 
 def _check_ks(ks: Sequence[int]) -> tuple[int, ...]:
@@ -273,19 +283,21 @@ def evaluate_rankings(
     spans_by_id = _resolve_all(golden, corpus)
     full, unit = apply_k_unit(full, spans_by_id, k_unit)
     cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
-    return _score(full, golden, spans_by_id, ks, cfg, matching, zero=_resolve_not_relevant(golden, corpus))
+    return _score(full, golden, spans_by_id, ks, cfg, matching, zero=_resolve_not_relevant(golden, corpus),
+                  hole_name=_hole_namer(corpus))
 
 
 def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapping[str, list[AnchorSpan]],
            ks: tuple[int, ...], cfg: dict[str, Any], matching: Mapping[str, Any] | None = None, *,
-           zero: Mapping[str, list[AnchorSpan]] | None = None) -> EvalResult:
+           zero: Mapping[str, list[AnchorSpan]] | None = None, hole_name: Any = None) -> EvalResult:
     kmax = ks[-1]
     results: list[QuestionResult] = []
     stage_times: dict[str, list[float]] = {}
     totals: list[float] = []
     for item in golden.items:
         ranking = rankings[item.id]
-        results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax, (zero or {}).get(item.id, ())))
+        results.append(_question_result(item, ranking, spans_by_id[item.id], ks, kmax, (zero or {}).get(item.id, ()),
+                                        hole_name))
         for stage, t in ranking.timings.items():
             stage_times.setdefault(stage, []).append(t)
         totals.append(sum(ranking.timings.values()))
@@ -305,8 +317,8 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
 
 
 def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan], ks: tuple[int, ...],
-                     kmax: int, not_relevant: Sequence[AnchorSpan] = ()) -> QuestionResult:
-    j = judge(ranking, spans, list(item.relevant.values()), not_relevant)
+                     kmax: int, not_relevant: Sequence[AnchorSpan] = (), hole_name: Any = None) -> QuestionResult:
+    j = judge(ranking, spans, list(item.relevant.values()), not_relevant, hole_name=hole_name)
     anchor_ranks = {a: (None if math.isinf(r) else int(r)) for a, r in zip(item.relevant, j.first_ranks)}
     covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
     missed = tuple(a for a in item.relevant if a not in covered)

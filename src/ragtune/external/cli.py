@@ -27,7 +27,7 @@ def parse_headers(specs: list[str]) -> dict[str, str]:
 
 def evaluate_outside(
     golden: str, *, split: str | None = None, corpus: str | None = None, ks: Sequence[int] = (5, 10, 20),
-    depth: int = 100, filters: Sequence[str] = (),
+    depth: int = 100, filters: Sequence[str] = (), pipeline: Sequence[str] = (),
     endpoint: Annotated[str | None, Opt("evaluate a search service over HTTP instead of a ragtune pipeline",
                                         metavar="URL")] = None,
     run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL",
@@ -59,11 +59,15 @@ def evaluate_outside(
     site: SiteOpt = "auto",
 ) -> tuple[EvalResult, str]:
     """The evaluation of an outside retriever, ``endpoint`` (a search service) or ``run`` (a run file), on
-    ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched."""
+    ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched.
+    ``pipeline`` names ragtune pipeline options that were also given: refused, since the retriever is outside."""
     from ..corpus import load_corpus
     from .files import evaluate_run_file, load_golden_or_qrels
     from .http import evaluate_endpoint
 
+    if pipeline:
+        raise ConfigError(f"{', '.join(pipeline)} configure a ragtune pipeline; with endpoint or run the retriever is "
+                          "outside ragtune (drop them)")
     if bool(endpoint) == bool(run):
         raise ConfigError("pass --endpoint or --run, not both" if endpoint else "pass --endpoint URL or --run FILE")
     docs = load_corpus(corpus) if corpus else None

@@ -100,6 +100,15 @@ def load_golden_or_qrels(path: str | os.PathLike[str], *, split: str | None = No
     return load_golden(p, split=split)
 
 
+def gate_inputs(baseline: str | os.PathLike[str] | None, golden: str | os.PathLike[str], *, split: str | None = None,
+                corpus: Any = None, options: Any = None) -> dict[str, Any]:
+    """What the regression gate needs to score a ``baseline`` that is a run file (TREC, ranx, JSONL) as
+    ``eval --run`` would: the golden set (or qrels), the corpus and the matching options; empty without one."""
+    if not baseline:
+        return {}
+    return {"golden": load_golden_or_qrels(golden, split=split), "corpus": corpus, "options": options}
+
+
 def write_qrels(golden: GoldenSet, path: str | os.PathLike[str]) -> int:
     """TREC qrels for the answerable questions (grades as integers when whole); returns the lines written."""
     lines = [f"{i.id} 0 {a} {_num(g)}" for i in golden for a, g in i.relevant.items()]

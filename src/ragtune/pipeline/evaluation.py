@@ -10,7 +10,7 @@ from ..evaluate.evaluate import DEFAULT_KS, EvalResult, evaluate
 from ..golden import GoldenSet
 from .build import Pipeline
 
-__all__ = ["run_eval", "compare_candidates", "first_stage_check", "candidate_row", "candidate_gains",
+__all__ = ["run_eval", "evaluate_reranking", "compare_candidates", "first_stage_check", "candidate_row", "candidate_gains",
            "candidate_verdict", "rerank_warning"]
 
 
@@ -22,6 +22,27 @@ def run_eval(pipeline: Pipeline, golden: GoldenSet, *, ks: Sequence[int] = DEFAU
         config["filter"] = str(filters)
     return evaluate(pipeline.retriever, golden, pipeline.corpus, ks=ks, depth=depth, config=config,
                     filters=filters, show_progress=show_progress, k_unit=k_unit)
+
+
+def evaluate_reranking(pipeline: Pipeline, golden: GoldenSet, *, candidates: Sequence[int] | None = None,
+                       budget_ms: float = 300.0, **eval_options: Any) -> tuple[EvalResult, dict[str, Any]]:
+    """:func:`run_eval`, and what a reranked pipeline also owes the user: with several ``candidates`` the shortlist
+    study (``candidates_table``, ``candidates_verdict`` for ``budget_ms``), else the first-stage check
+    (``rerank_warning``); an LLM reranker's ``rerank_usage``. Returns ``(result, extras)``; extras hold only
+    what applies."""
+    result = run_eval(pipeline, golden, **eval_options)
+    extras: dict[str, Any] = {}
+    if pipeline.reranker is not None and candidates and len(candidates) > 1:
+        table = compare_candidates(pipeline, golden, candidates, **eval_options)
+        extras.update(candidates_table=table, candidates_verdict=candidate_verdict(table, budget_ms))
+    else:
+        warning = first_stage_check(pipeline, result, golden, **{**eval_options, "show_progress": False})
+        if warning:
+            extras["rerank_warning"] = warning
+    usage = getattr(pipeline.reranker, "usage", None)
+    if usage:
+        extras["rerank_usage"] = usage
+    return result, extras
 
 
 def compare_candidates(pipeline: Pipeline, golden: GoldenSet, candidates: Sequence[int], **eval_options: Any) -> list[dict]:
