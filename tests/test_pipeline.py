@@ -97,3 +97,20 @@ def test_an_embedder_name_is_parsed_once_into_a_typed_spec():
     assert cfg.embedder_spec == spec
     with pytest.raises(ConfigError, match="expected query_prefix=TEXT or passage_prefix=TEXT"):
         EmbedderSpec.parse("st:x|prefix=q")
+
+
+def test_printed_and_served_records_redact_url_credentials(tmp_path, capsys):
+    """What the CLI prints or writes, and what /versions returns, never holds a URL's user info or key."""
+    from ragtune.cli._common import emit
+    from ragtune.http import redact_urls
+
+    data = {"config": {"milvus_uri": "http://root:s3cret@127.0.0.1:19530", "base_url": "http://h/v1?api_key=abc"},
+            "text": "see http://h/x?token=zzz in prose", "path": "out/lite.db"}
+    out = redact_urls(data)
+    assert "s3cret" not in str(out["config"]) and "abc" not in str(out["config"])
+    assert out["text"] == data["text"] and out["path"] == data["path"]  # prose and paths are left alone
+    import argparse
+
+    emit(argparse.Namespace(json=True, out=str(tmp_path / "o.json")), data, None)
+    printed = capsys.readouterr().out + (tmp_path / "o.json").read_text()
+    assert "s3cret" not in printed and "api_key=abc" not in printed and "127.0.0.1:19530" in printed

@@ -45,7 +45,7 @@ from typing import Any
 
 from .errors import APIError
 
-__all__ = ["APIError", "JSONClient", "redact_url", "origin_of", "redirect_problem", "DEFAULT_MAX_BYTES"]
+__all__ = ["APIError", "JSONClient", "redact_url", "redact_urls", "origin_of", "redirect_problem", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_MAX_BYTES = 32 * 2 ** 20  # the largest JSON answer read; configurable per client (max_bytes)
 ERROR_BODY_BYTES = 64 * 1024  # how much of an error answer is read (200 characters of it are shown)
@@ -54,6 +54,22 @@ _READ = 64 * 1024
 # query parameter names whose values are credentials (matched anywhere in the name, case-insensitive)
 _SECRET_NAME = re.compile(r"key|token|secret|passw|pwd|sig|auth|credential|session|jwt|bearer|cookie", re.I)
 _PLACEHOLDER = re.compile(r"\{[a-z_]+\}")
+
+
+def redact_urls(value: Any) -> Any:
+    """``value`` (nested dicts, lists, tuples) with every string that looks like a URL passed through
+    :func:`redact_url`: what a record shown to a person or a client (eval JSON, ``/versions``, ``index list``)
+    holds of a configuration whose options name servers."""
+    if isinstance(value, dict):
+        return {k: redact_urls(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(redact_urls(v) for v in value)
+    if isinstance(value, str) and _URL_LIKE.match(value):
+        return redact_url(value)
+    return value
+
+
+_URL_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://\S+$")  # a whole string that is a URL, never prose holding one
 
 
 def redact_url(url: Any) -> str:

@@ -9,6 +9,7 @@ import sys
 import typing
 from typing import Any
 
+from ..http import redact_urls
 from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
 from .options import (K, add_chunker_flags, add_pipeline_flags, filters, finite_float, float_in, int_in,  # noqa: F401
                        int_list, load_pipeline, pipeline_config, pipeline_flags)
@@ -34,12 +35,13 @@ def command(sub, name: str, func, help: str, *, output: str | None = None, input
 
 INPUTS = {"corpus": (True, "markdown/text folder, BEIR folder or corpus.jsonl"),
           "golden": (True, "golden set (.jsonl, .yaml) or a BEIR folder with --split"),
-          "split": (False, "BEIR qrels split (e.g. test)"),
-          "store": (True, "the index store folder")}
+          "split": (False, "BEIR qrels split (e.g. test)"), "store": (True, "the index store folder")}
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:
-    """``--out FILE`` writes ``data``; ``--json`` prints it; otherwise ``text`` is printed. Returns 0."""
+    """``--out FILE`` writes ``data``; ``--json`` prints it; otherwise ``text`` is printed. Returns 0. A URL in
+    ``data`` (a Milvus server, an endpoint) is written and printed with its credentials redacted."""
+    data = redact_urls(data)
     if getattr(args, "out", None):
         write_json(args.out, data)
     if getattr(args, "json", False):

@@ -44,8 +44,14 @@ def cmd_eval(args) -> int:
 
 
 def _emit_gated(args, data, text) -> int:
-    """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop)."""
-    gate = ci_gate(data, **_gate_inputs(args), **kwargs(ci_gate, args))
+    """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop). A baseline
+    that is a run file is scored as eval --run would: golden set, corpus and matching options."""
+    from ..evaluate.match import MatchOptions
+    from ..external.files import gate_inputs
+
+    inputs = gate_inputs(None if args.update_baseline else args.baseline, args.golden, split=args.split,
+                         corpus=getattr(args, "corpus", None), options=MatchOptions(**kwargs(MatchOptions, args)))
+    gate = ci_gate(data, **inputs, **kwargs(ci_gate, args))
     if gate is None:
         emit(args, data, text)
         if args.update_baseline:
@@ -55,14 +61,6 @@ def _emit_gated(args, data, text) -> int:
     if args.json:
         print(gate.to_text(), file=sys.stderr)
     return gate.exit_code
-
-
-def _gate_inputs(args) -> dict:
-    from ..evaluate.match import MatchOptions
-    from ..external.files import gate_inputs
-
-    return gate_inputs(None if args.update_baseline else args.baseline, args.golden, split=args.split,
-                       corpus=getattr(args, "corpus", None), options=MatchOptions(**kwargs(MatchOptions, args)))
 
 
 def cmd_eval_external(args) -> int:

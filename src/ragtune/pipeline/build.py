@@ -97,16 +97,9 @@ class Pipeline:
 
 
 def _redacted(value: Any) -> Any:
-    """``value`` with every string that looks like a URL passed through :func:`~ragtune.http.redact_url`."""
-    from ..http import redact_url
+    from ..http import redact_urls
 
-    if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_redacted(v) for v in value)
-    if isinstance(value, str) and "://" in value:
-        return redact_url(value)
-    return value
+    return redact_urls(value)
 
 
 _WARNED_WINDOW: set[str] = set()

@@ -42,6 +42,7 @@ import time
 from typing import Any
 
 from ..errors import APIError, ConfigError, EngineError, MissingDependencyError, RagtuneError, StoreError
+from ..http import redact_urls
 from .guard import install_loop_guard, notice
 
 __all__ = ["create_app", "app_from_env", "serving_loader", "PipelineHolder", "check_bind", "check_port",
@@ -674,7 +675,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         def listing():
             cur = store.current_id()
             return cur, [{"id": v.id, "created": v.created, "chunks": v.manifest["chunks"],
-                          "config": v.manifest["config"], "current": v.id == cur} for v in store.list()]
+                          "config": redact_urls(v.manifest["config"]), "current": v.id == cur} for v in store.list()]
 
         try:
             cur, listed = listing()
