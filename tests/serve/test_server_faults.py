@@ -35,13 +35,16 @@ def store(tmp_path):
 
 
 class Served:
-    def __init__(self, app):
+    """The app under uvicorn on a free loopback port, in a thread (``config`` goes to ``uvicorn.Config``)."""
+
+    def __init__(self, app, **config):
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             self.port = s.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning"))
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
+                                                    **config))
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
     def __enter__(self):

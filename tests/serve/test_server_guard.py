@@ -22,13 +22,13 @@ from ragtune import ConfigError
 from ragtune.errors import APIError, TelemetryError
 from tests.helpers import free_port
 from tests.serve.test_server import call
-from tests.serve.test_server_faults import KEY, Q, store  # noqa: F401  (store is a fixture)
+from tests.serve.test_server_faults import KEY, Q, Served, store  # noqa: F401  (store is a fixture)
 
 uvicorn = pytest.importorskip("uvicorn")
 pytest.importorskip("fastapi")
 
 
-class Guarded:
+class Guarded(Served):
     """The app under uvicorn with ragtune's protocol (as ``ragtune serve`` runs it), in a thread."""
 
     def __init__(self, app, monkeypatch, *, request_timeout: float = 10, max_connections: int | None = None):
@@ -38,25 +38,8 @@ class Guarded:
                                                          "max_connections": max_connections}))
         guard._reset_limits()
         monkeypatch.setattr(guard, "_limits", None)  # and reset again after the test
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        self.app = app
-        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning",
-                                                    http="ragtune.serve.guard:GuardedH11Protocol",
-                                                    timeout_keep_alive=guard.KEEP_ALIVE_S,
-                                                    backlog=guard.process_limits().backlog))
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    def __enter__(self):
-        self.thread.start()
-        deadline = time.time() + 20
-        while not self.server.started and time.time() < deadline:
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc):
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
+        super().__init__(app, http="ragtune.serve.guard:GuardedH11Protocol", timeout_keep_alive=guard.KEEP_ALIVE_S,
+                         backlog=guard.process_limits().backlog)
 
 
 def guarded(store, monkeypatch, *, app_kwargs=None, **limits):
