@@ -114,3 +114,26 @@ def test_printed_and_served_records_redact_url_credentials(tmp_path, capsys):
     emit(argparse.Namespace(json=True, out=str(tmp_path / "o.json")), data, None)
     printed = capsys.readouterr().out + (tmp_path / "o.json").read_text()
     assert "s3cret" not in printed and "api_key=abc" not in printed and "127.0.0.1:19530" in printed
+
+
+def test_an_embedder_object_given_to_resources_is_the_one_used(tmp_path):
+    import numpy as np
+
+    class Counting:
+        model_id, dim, max_tokens, cache_key = "counting", 4, 512, "counting-v1"
+
+        def __init__(self):
+            self.calls = 0
+
+        def embed(self, texts):
+            self.calls += 1
+            return np.ones((len(texts), 4), dtype=np.float32) / 2
+
+        def embed_queries(self, texts):
+            return self.embed(texts)
+
+    emb = Counting()
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    p = build_pipeline(corpus, PipelineConfig.from_flags({"chunker": "section", "retriever": "dense"}),
+                       resources=Resources(emb))
+    assert emb.calls >= 1 and p.retriever.search("refunds", 2).hits

@@ -104,8 +104,9 @@ class Resources:
 
     # -- views --------------------------------------------------------------------------------------------------
     def for_embedder(self, embedder: Any) -> "Resources":
-        """The same caches, with ``embedder`` as the one :meth:`embedder` returns."""
-        if embedder == self._embedder:
+        """The same caches, with ``embedder`` as the one :meth:`embedder` returns. Resources made with an
+        embedder object (not a name) keep it: that object is the caller's explicit choice."""
+        if embedder == self._embedder or not isinstance(self._embedder, str):
             return self
         return Resources(embedder, stored=self.stored, _shared=self._shared)
 
