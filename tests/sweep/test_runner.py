@@ -177,6 +177,10 @@ def test_cli_sweep_and_compare(setup, tmp_path, capsys):
     assert (row["wins"], row["ties"], row["losses"]) == (2, 8, 0) and row["fixed"] == ["s1", "s2"] and row["broken"] == []
     assert row["delta"] == pytest.approx(0.2)
     assert main(["compare", str(a), str(out), "--metric", "recall@1", "--samples", "200"]) == 0
+    digest = capsys.readouterr().out  # an eval run against a whole sweep: the digest, the tables on request
+    assert digest.startswith("4 system(s) against the baseline a on 10 questions") and "--all" in digest
+    assert "wins" not in digest
+    assert main(["compare", str(a), str(out), "--metric", "recall@1", "--samples", "200", "--all"]) == 0
     assert "wins" in capsys.readouterr().out
 
 
