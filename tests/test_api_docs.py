@@ -109,3 +109,8 @@ def test_no_public_name_shadows_a_subpackage():
             "print(r.__name__, callable(rt.run_grid) and rt.run_grid is sweep)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["ragtune.sweep.runner", "True"], out.stderr
+
+
+def test_every_lazily_imported_name_is_public():
+    assert set(ragtune._LAZY) <= set(ragtune.__all__)
+    assert ragtune.__all__ == sorted(set(ragtune.__all__))

@@ -89,19 +89,27 @@ def __dir__() -> list[str]:
     return sorted(__all__)
 
 
-__all__ = sorted({
-    "__version__", *_LAZY,
-    "APIError", "ConfigError", "CorpusError", "CorpusNotFoundError", "CurrentMovedError", "DamagedStoreError",
-    "EmptyIndexError", "EngineError", "GoldenSetError", "GridError", "MissingDependencyError", "RagtuneError",
-    "StoreError", "StoreLockedError", "SweepStateError", "TelemetryBusyError", "TelemetryError", "UnknownAnchorError",
-    "DocumentChunker", "DocumentChunkerConfig", "FixedChunker", "FixedChunkerConfig", "MarkdownChunker",
-    "MarkdownChunkerConfig", "RecursiveChunker", "RecursiveChunkerConfig", "SectionChunker", "SectionChunkerConfig",
-    "SemanticChunker", "SemanticChunkerConfig", "SmallToBigChunker", "SmallToBigChunkerConfig", "chunk_corpus",
-    "make_chunker", "Corpus", "load_corpus", "METRICS", "EvalResult", "Metric", "QuestionResult", "Report", "Run",
-    "compare", "evaluate", "load_run", "load_runs", "register_metric", "unregister_metric", "evaluate_retriever",
-    "GoldenItem", "GoldenReport", "GoldenSet", "check_golden", "load_golden", "Pipeline", "PipelineConfig",
-    "Resources", "StoredIndex", "build_pipeline", "build_reranker", "build_retriever", "candidate_verdict",
-    "compare_candidates", "default_chunker", "run_eval", "CHUNKERS", "EMBEDDERS", "GENERATORS", "JUDGES",
-    "RERANKERS", "RETRIEVERS", "BM25Config", "BM25Retriever", "ParentRetriever", "Retriever", "Chunk", "Document",
-    "Hit", "Ranking", "Section",
-})
+# every public name, eager and lazy (tests/test_api_docs.py checks each is documented)
+__all__ = [
+    "APIError", "Answer", "BM25Config", "BM25Retriever", "CHUNKERS", "CachedEmbedder", "Chunk", "Citation",
+    "ConfidenceGate", "ConfigError", "Corpus", "CorpusError", "CorpusNotFoundError", "CurrentMovedError",
+    "DEFAULT_EMBEDDER", "DamagedStoreError", "DenseRetriever", "Document", "DocumentChunker", "DocumentChunkerConfig",
+    "EMBEDDERS", "EmbeddingCache", "EmptyIndexError", "EngineError", "EvalResult", "Executor", "FixedChunker",
+    "FixedChunkerConfig", "GENERATORS", "GoldenItem", "GoldenReport", "GoldenSet", "GoldenSetError", "Grid",
+    "GridError", "Hit", "HybridRetriever", "IndexStore", "JUDGES", "LocalExecutor", "METRICS", "MarkdownChunker",
+    "MarkdownChunkerConfig", "Metric", "MissingDependencyError", "ParentRetriever", "Pipeline", "PipelineConfig",
+    "QuestionResult", "RERANKERS", "RETRIEVERS", "RagtuneError", "Ranking", "RayOptions", "RaySweepExecutor",
+    "RecursiveChunker", "RecursiveChunkerConfig", "Report", "RerankedRetriever", "Resources", "Retriever", "Run",
+    "Section", "SectionChunker", "SectionChunkerConfig", "SemanticChunker", "SemanticChunkerConfig",
+    "SmallToBigChunker", "SmallToBigChunkerConfig", "StoreError", "StoreLockedError", "StoredIndex", "SweepJob",
+    "SweepResult", "SweepStateError", "TelemetryBusyError", "TelemetryError", "TelemetryLog", "UnknownAnchorError",
+    "VersionInfo", "__version__", "answer_question", "bootstrap_ci", "build_pipeline", "build_prompt",
+    "build_reranker", "build_retriever", "build_version", "calibrate_threshold", "candidate_verdict", "check_golden",
+    "chunk_corpus", "cluster_gaps", "compare", "compare_candidates", "correct", "create_app", "default_chunker",
+    "detectable_effect", "evaluate", "evaluate_answers", "evaluate_retriever", "get_embedder", "get_tokenizer",
+    "load_corpus", "load_golden", "load_grid", "load_pipeline", "load_run", "load_runs", "make_chunker",
+    "make_generator", "make_judge", "migrate", "open_pipeline", "paired_test", "parse_answer", "parse_grid",
+    "parse_since", "ray_embedders", "refresh_version", "register_metric", "regression_gate", "rrf", "run_config",
+    "run_eval", "run_grid", "run_sweep", "summarize", "top_score", "unregister_metric", "write_baseline",
+    "write_report",
+]
