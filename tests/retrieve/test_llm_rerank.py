@@ -50,8 +50,6 @@ def server(_server, monkeypatch):
 
 
 def reranker(server, kind="openai", **options):
-    if kind == "anthropic":
-        pytest.importorskip("anthropic")
     base = server.url + ("/v1" if kind == "openai" else "")
     return RERANKERS.build("llm", options={"model": f"{kind}:rank-m", "base_url": base, **options})
 
