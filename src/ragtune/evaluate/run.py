@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -132,14 +132,7 @@ class Run:
         ranks: dict[str, int | None] = {}
         rankings: dict[str, tuple[str, ...]] = {}
         where = source or name
-        for n, q in enumerate(result["questions"], start=1):
-            if not isinstance(q, Mapping):
-                raise ConfigError(f"{where}: question {n} of 'questions' is a {type(q).__name__}, expected an object "
-                                  "with an 'id' (as `ragtune eval --json` writes)")
-            if not _is_qid(q.get("id")):
-                raise ConfigError(f"{where}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); "
-                                  "every question needs the id of its golden question")
-            qid = str(q["id"])
+        for n, q, qid in _eval_questions(result["questions"], where, "an 'id'"):
             (dupes if qid in seen else seen).add(qid)
             if not q.get("answerable", True):
                 continue
@@ -345,18 +338,24 @@ def _ranx_hits(data: Mapping[Any, Any], source: str) -> dict[str, list[ExternalH
     return out
 
 
+def _eval_questions(questions: Any, where: Any, expected: str) -> Iterator[tuple[int, Mapping[str, Any], str]]:
+    """``(position, question, id)`` for each question of an eval JSON's ``questions`` list; one that is not an
+    object with an id is refused, naming its position and ``expected`` (what such a question holds)."""
+    for n, q in enumerate(questions, start=1):
+        if not isinstance(q, Mapping):
+            raise ConfigError(f"{where}: question {n} of 'questions' is a {type(q).__name__}, expected an object with "
+                              f"{expected} (as `ragtune eval --json` writes)")
+        if not _is_qid(q.get("id")):
+            raise ConfigError(f"{where}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); every "
+                              "question needs the id of its golden question")
+        yield n, q, str(q["id"])
+
+
 def _eval_hits(data: Mapping[str, Any], p: Path) -> dict[str, list[ExternalHit]]:
     """An eval --json result's ``retrieved`` lists: a hit with a document and offsets keeps its span (it scores
     exactly as the chunk did); one without, its anchor."""
     out: dict[str, list[ExternalHit]] = {}
-    for n, q in enumerate(data["questions"], start=1):
-        if not isinstance(q, Mapping):
-            raise ConfigError(f"{p}: question {n} of 'questions' is a {type(q).__name__}, expected an object with "
-                              "an 'id' and a 'retrieved' list (as `ragtune eval --json` writes)")
-        if not _is_qid(q.get("id")):
-            raise ConfigError(f"{p}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); every "
-                              "question needs the id of its golden question")
-        qid = str(q["id"])
+    for n, q, qid in _eval_questions(data["questions"], p, "an 'id' and a 'retrieved' list"):
         if qid in out:
             raise ConfigError(f"{p}: question {qid!r} appears twice in 'questions'; give each question once")
         retrieved = q.get("retrieved")
