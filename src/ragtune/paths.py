@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import os
 import stat
+from pathlib import Path
 
 from .errors import ConfigError
 
-__all__ = ["check_input_file", "file_kind"]
+__all__ = ["check_input_file", "file_kind", "default_cache_dir"]
 
 
 def file_kind(mode: int) -> str:
@@ -51,3 +52,23 @@ def check_input_file(path: str | os.PathLike[str], what: str = "file", *, error:
     if not stat.S_ISREG(st.st_mode):
         raise error(f"{what} {p} is {file_kind(st.st_mode)}, not a regular file; point at a regular file")
     return st
+
+
+def default_cache_dir() -> Path:
+    """Where ragtune caches embeddings, chunkings and BM25 indexes: ``RAGTUNE_CACHE_DIR`` when set, else a per-user
+    cache folder, the same from any working directory: ``$XDG_CACHE_HOME/ragtune`` (``~/.cache/ragtune`` when
+    ``XDG_CACHE_HOME`` is unset or relative; ``%LOCALAPPDATA%\\ragtune\\cache`` on Windows)."""
+    given = os.environ.get("RAGTUNE_CACHE_DIR")
+    if given:
+        return Path(given)
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return Path(os.environ["LOCALAPPDATA"]) / "ragtune" / "cache"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if xdg and os.path.isabs(xdg):  # the XDG spec: a relative value is invalid and ignored
+        return Path(xdg) / "ragtune"
+    try:
+        return Path.home() / ".cache" / "ragtune"
+    except RuntimeError:  # no home directory can be determined (a bare container user)
+        import tempfile
+
+        return Path(tempfile.gettempdir()) / "ragtune-cache"

@@ -36,7 +36,7 @@ from .config import Config
 from .errors import ConfigError
 
 __all__ = ["Entry", "Registry", "CHUNKERS", "RETRIEVERS", "RERANKERS", "EMBEDDERS", "GENERATORS", "JUDGES",
-           "REGISTRIES", "did_you_mean"]
+           "LOADERS", "REGISTRIES", "did_you_mean"]
 
 
 def did_you_mean(name: str, choices: list[str]) -> str:
@@ -71,6 +71,7 @@ class Entry:
     fixed: tuple[str, ...] = ()  # config fields that are not options to set (semantic chunks never overlap)
     load: Callable[..., Any] | None = None
     calls_llm: bool = False
+    suffixes: tuple[str, ...] = ()  # loaders: the file name endings read (lower case, with the dot)
 
     @property
     def stores_index(self) -> bool:
@@ -109,7 +110,8 @@ class Registry:
     # -- registration ---------------------------------------------------------------------------------------------
     def register(self, name: str, config: type[Config] | None, factory: Callable[..., Any], *, summary: str = "",
                  argument: str = "none", uses_embedder: bool = False, fixed: tuple[str, ...] = (),
-                 load: Callable[..., Any] | None = None, calls_llm: bool = False, replace: bool = False) -> Entry:
+                 load: Callable[..., Any] | None = None, calls_llm: bool = False, suffixes: tuple[str, ...] = (),
+                 replace: bool = False) -> Entry:
         if not isinstance(name, str) or not name or ":" in name:
             raise ConfigError(f"{self.stage} names are non-empty strings without ':', got {name!r}")
         if argument not in ("none", "optional", "required"):
@@ -117,7 +119,7 @@ class Registry:
         if name in self._entries and not replace:
             raise ConfigError(f"a {self.stage} named {name!r} is already registered; pass replace=True to override it")
         entry = Entry(self.stage, name, config, factory, summary, argument, uses_embedder, tuple(fixed), load,
-                      calls_llm)
+                      calls_llm, tuple(x.lower() for x in suffixes))
         self._entries[name] = entry
         return entry
 
@@ -238,6 +240,10 @@ RERANKERS = Registry("reranker", "ragtune.rerankers", ("ragtune.retrieve.rerank"
 EMBEDDERS = Registry("embedder", "ragtune.embedders", ("ragtune.embed",))
 GENERATORS = Registry("generator", "ragtune.generators", ("ragtune.answer",))
 JUDGES = Registry("judge", "ragtune.judges", ("ragtune.answer",))
+# file formats of a corpus folder: each entry reads files with its suffixes into Documents (ragtune.corpus.formats)
+LOADERS = Registry("loader", "ragtune.loaders", tuple(f"ragtune.corpus.formats.{m}" for m in (
+    "text",)))
 
 REGISTRIES = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS, "embedder": EMBEDDERS,
-              "generator": GENERATORS, "judge": JUDGES}
+              "generator": GENERATORS, "judge": JUDGES,
+              "loader": LOADERS}

@@ -34,6 +34,7 @@ class Section:
     end: int
     own_end: int
     explicit_id: str | None = None  # the id written in the heading (``{#id}``), before de-duplication
+    aliases: tuple[str, ...] = ()  # other ids of the section (a reStructuredText label): anchors that resolve here
 
     @property
     def anchor(self) -> str:
@@ -55,6 +56,13 @@ class Document:
     ``text_offset`` is added to a span to get file offsets; it is 0 for every
     document ragtune loads now, and non-zero only in indexes built by
     versions that cut the front matter off instead of blanking it.
+
+    ``format`` names the file format the document was loaded from (``markdown``, ``text``, ``html``, ``pdf``,
+    ``docx``, ``rst``, ``ipynb``; None for a document made in memory or read from a BEIR file). A document of a
+    format other than markdown or text has as ``text`` what its loader extracted, written as markdown; spans are
+    offsets into that text, and ``locations`` maps them back to the source: ``(offset, {"page": 3})`` says the
+    text from ``offset`` on comes from page 3 (or ``{"line": 40}``, ``{"element_id": "install"}``). See
+    :meth:`location`.
     """
 
     id: str
@@ -64,6 +72,34 @@ class Document:
     sections: tuple[Section, ...] = ()
     source: str | None = None
     text_offset: int = 0
+    format: str | None = None
+    locations: tuple[tuple[int, Mapping[str, Any]], ...] = ()
+
+    def location(self, start: int, end: int | None = None) -> dict[str, Any]:
+        """Where ``[start, end)`` is in the source: the location of its start, and ``{key}_end`` for each value
+        the end's location differs in (``{"page": 3, "page_end": 4}``). A markdown or text file (whose text is
+        the file's) gives the 1-based ``line`` (and ``line_end``); a document made in memory, nothing."""
+        if not self.locations:
+            if self.format not in ("markdown", "text"):
+                return {}
+            out: dict[str, Any] = {"line": self.text.count("\n", 0, start) + 1}
+            if end is not None and end > start:
+                last = self.text.count("\n", start, max(start, end - 1)) + out["line"]
+                if last != out["line"]:
+                    out["line_end"] = last
+            return out
+        import bisect
+
+        offsets = [at for at, _ in self.locations]
+        i = bisect.bisect_right(offsets, start) - 1
+        out = dict(self.locations[i][1]) if i >= 0 else {}
+        if end is not None and end > start:
+            j = bisect.bisect_right(offsets, end - 1) - 1
+            if j > i >= -1 and j >= 0:
+                for k, v in self.locations[j][1].items():
+                    if out.get(k) != v:
+                        out[f"{k}_end"] = v
+        return out
 
     def source_span(self, start: int, end: int) -> tuple[int, int]:
         """The span ``[start, end)`` of ``text`` as offsets into the source file."""

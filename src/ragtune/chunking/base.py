@@ -103,10 +103,13 @@ def make_chunk(document: Document, start: int, end: int, *, prefix: bool = False
         p = prefix_for(document, heading_path)
         if p:
             embed_text = f"{p}\n\n{embed_text}"
+    metadata = document.metadata
+    if document.locations:  # a converted format: where in the source the chunk is (a page, a line, an element)
+        metadata = {**metadata, "location": document.location(start, end)}
     return Chunk(
         id=chunk_id(document.id, start, end, text), doc_id=document.id, text=text, start=start, end=end,
         embed_text=embed_text, heading_path=heading_path, anchors=anchors, parent_id=parent_id,
-        metadata=document.metadata, tokens=tokens,
+        metadata=metadata, tokens=tokens,
     )
 
 

@@ -15,7 +15,7 @@ from .metadata import normalise_metadata
 
 __all__ = ["Corpus", "AnchorSpan"]
 
-CorpusKind = Literal["markdown", "beir", "text", "memory"]
+CorpusKind = Literal["markdown", "documents", "beir", "text", "memory"]  # documents: HTML, PDF, ... or mixed
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +58,11 @@ class Corpus:
         self.skipped: tuple[tuple[str, str], ...] = tuple(skipped)
         self._by_id = by_id
         self._sections: dict[str, Section] = {s.anchor: s for d in docs for s in d.sections}
+        self._n_sections = len(self._sections)
+        for d in docs:  # other ids of a section (a reStructuredText label) resolve to it too, never over an id
+            for s in d.sections:
+                for a in s.aliases:
+                    self._sections.setdefault(f"{d.id}#{a}", s)
         self._fingerprint: str | None = None
         self._starts: dict[str, list[int]] = {}
 
@@ -78,7 +83,7 @@ class Corpus:
 
     @property
     def n_sections(self) -> int:
-        return len(self._sections)
+        return self._n_sections
 
     @property
     def fingerprint(self) -> str:

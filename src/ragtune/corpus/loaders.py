@@ -1,7 +1,10 @@
-"""Corpus loaders: markdown/text folders and BEIR folders.
+"""Corpus loaders: folders of documents (each file read by the loader of its format, :mod:`.formats`) and BEIR
+folders.
 
-Every loader reads everything or raises: a bad file never yields a half-loaded corpus. What a folder loader
-leaves out on purpose is said on stderr and kept in ``Corpus.skipped`` (``strict=True`` makes it an error):
+A markdown, text or BEIR file that cannot be read is an error: a bad file never yields a half-loaded corpus of
+the formats whose text is the file's. A file of another format that cannot be read (an encrypted or corrupt PDF,
+an image-only scan, a parse past its time limit) is one warning line and left out, and the rest loads; with
+``strict=True`` it is an error. What a folder loader leaves out on purpose is said on stderr and kept in ``Corpus.skipped`` (``strict=True`` makes it an error):
 
 - a symbolic link that resolves outside the corpus folder (``docs/passwd.txt -> /etc/passwd`` would otherwise
   be indexed and served), a dangling link, a link loop;
@@ -16,12 +19,10 @@ refused before it is read whole.
 from __future__ import annotations
 
 import errno
-import json
 import os
-import re
 import stat
 import sys
-from collections.abc import Iterator
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -29,167 +30,12 @@ from ..errors import CorpusError, CorpusNotFoundError
 from ..paths import check_input_file, file_kind
 from ..types import Document
 from .corpus import Corpus
-from .markdown import parse_markdown
+from .files import MAX_FILE_BYTES, _no_surrogates, iter_jsonl, read_text_file
 
 __all__ = ["load_corpus", "load_folder", "load_beir_corpus", "read_text_file", "iter_jsonl", "MAX_FILE_BYTES"]
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
-TEXT_SUFFIXES = (".txt",)
 
-#: the largest file (markdown, text, a golden set) or ``corpus.jsonl`` line read, in bytes
-MAX_FILE_BYTES = 64 * 1024 * 1024
 _SHOW_SKIPPED = 10  # lines of warnings printed; the rest are counted
-
-
-def _mib(n: int) -> str:
-    return f"{n / 2**20:,.1f} MiB" if n >= 2**20 else f"{n:,} bytes"
-
-
-def _too_big(path: Path | str, size: int, limit: int, what: str = "file") -> CorpusError:
-    return CorpusError(f"{path}: {what} of {_mib(size)} or more, larger than the {_mib(limit)} allowed; split it, "
-                       "move it out of the corpus, or pass a larger max_file_bytes to load_corpus")
-
-
-def _open_regular(path: Path, what: str) -> int:
-    """A read-only descriptor of ``path``, which must be a regular file: checked by name first (for the message),
-    then on the open descriptor (opened non-blocking, so a FIFO put there meanwhile cannot hang the open)."""
-    check_input_file(path, what, error=CorpusError, missing=CorpusNotFoundError)
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot read {what}: {e.strerror or e}") from None
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise CorpusError(f"{what} {path} is {file_kind(mode)}, not a regular file; point at a regular file")
-    if hasattr(os, "set_blocking"):
-        os.set_blocking(fd, True)
-    return fd
-
-
-def _decode(data: bytes, path: Path | str, line_base: int = 1) -> str:
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + line_base
-        raise CorpusError(
-            f"{path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
-            "re-save the file as UTF-8"
-        ) from None
-    return text
-
-
-def read_text_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
-    """Read a UTF-8 file (a leading BOM is dropped); errors name the file and position. Anything but a regular
-    file (a FIFO would block forever) is refused before it is opened, and a file over ``max_bytes`` before it
-    is read."""
-    path = Path(path)
-    fd = _open_regular(path, "file")
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size > max_bytes:
-            raise _too_big(path, size, max_bytes)
-        try:
-            data = f.read(size + 1)  # the size it says (a buffer of max_bytes would be allocated up front)
-            if len(data) > size:  # it grew, or its size said nothing (/proc): read on, still bounded
-                parts = [data]
-                total = len(data)
-                while total <= max_bytes:
-                    more = f.read(min(1 << 20, max_bytes + 1 - total))
-                    if not more:
-                        break
-                    parts.append(more)
-                    total += len(more)
-                data = b"".join(parts)
-                del parts
-        except OSError as e:
-            raise CorpusError(f"{path}: cannot read file: {e.strerror or e}") from None
-    if len(data) > max_bytes:
-        raise _too_big(path, len(data), max_bytes)
-    text = _decode(data, path)
-    del data
-    return text[1:] if text.startswith("\ufeff") else text
-
-
-def _too_long(path: Path, lineno: int, size: int, limit: int) -> CorpusError:
-    return CorpusError(f"{path}:{lineno}: line of {_mib(size)} or more, larger than the {_mib(limit)} allowed for "
-                       "one document; split the document, or pass a larger max_file_bytes to load_corpus")
-
-
-def _lines(path: Path, fd: int, limit: int) -> Iterator[tuple[int, str]]:
-    """(line number, text) of each line, decoded straight from a memory map of the file: no bytes copy of a
-    line is made, so a large document costs its text, not three copies of it. A line over ``limit`` bytes
-    (its line ending aside) is refused before it is decoded."""
-    import mmap
-
-    with os.fdopen(fd, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
-            return
-        try:
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # a file system without mmap: a line at a time
-            lineno = 0
-            for raw in iter(lambda: f.readline(limit + 2), b""):
-                lineno += 1
-                if len(raw.rstrip(b"\r\n")) > limit:
-                    raise _too_long(path, lineno, len(raw), limit) from None
-                yield lineno, _decode(raw, path, lineno)
-            return
-        try:
-            with memoryview(mm) as view:
-                pos = 3 if mm[:3] == b"\xef\xbb\xbf" else 0
-                lineno = 0
-                while pos < size:
-                    end = mm.find(b"\n", pos)
-                    end = size if end == -1 else end + 1
-                    lineno += 1
-                    stop = end - (mm[end - 1] == 0x0A)
-                    stop -= stop > pos and mm[stop - 1] == 0x0D
-                    if stop - pos > limit:
-                        raise _too_long(path, lineno, stop - pos, limit)
-                    yield lineno, _decode_view(view, pos, end, path, lineno)
-                    pos = end
-        finally:
-            mm.close()
-
-
-def _decode_view(view: memoryview, start: int, end: int, path: Path, lineno: int) -> str:
-    try:
-        with view[start:end] as part:
-            return str(part, "utf-8")
-    except UnicodeDecodeError as e:
-        raise CorpusError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{view[start + e.start]:02x} at offset "
-                          f"{start + e.start}); re-save the file as UTF-8") from None
-
-
-def iter_jsonl(path: Path, *, max_line_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, object) for each non-blank line; malformed lines raise. The file is never read
-    whole, and a line over ``max_line_bytes`` is refused before it is decoded."""
-    path = Path(path)
-    fd = _open_regular(path, "file")
-    for lineno, line in _lines(path, fd, max_line_bytes):
-        if not line or line.isspace():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
-        except RecursionError:
-            raise CorpusError(f"{path}:{lineno}: JSON nested too deeply to read") from None
-        del line
-        if not isinstance(obj, dict):
-            raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
-        yield lineno, obj
-
-
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
-def _no_surrogates(text: str) -> str:
-    """``text`` with lone surrogates (JSON may escape them: ``"\\ud800"``) replaced by U+FFFD: they cannot be
-    written as UTF-8, so hashing, storing or serving the text would fail later."""
-    return _SURROGATE_RE.sub("\ufffd", text) if _SURROGATE_RE.search(text) else text
 
 
 def _inside(path: str, root: str) -> bool:
@@ -285,13 +131,13 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> tuple[list[tuple[str, Path]]
     return found, skipped
 
 
-def _report(skipped: list[tuple[str, str]], where: Path, strict: bool) -> None:
+def _report(skipped: list[tuple[str, str]], where: Path, strict: bool, what: str = "path(s) cannot be loaded") -> None:
     if not skipped:
         return
     if strict:
         first = "; ".join(f"{p}: {why}" for p, why in skipped[:3])
         more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
-        raise CorpusError(f"{where}: {len(skipped)} path(s) cannot be loaded: {first}{more}; remove them, or load "
+        raise CorpusError(f"{where}: {len(skipped)} {what}: {first}{more}; remove them, or load "
                           "without strict to skip them with a warning")
     for p, why in skipped[:_SHOW_SKIPPED]:
         print(f"warning: corpus: skipped {p}: {why}", file=sys.stderr)
@@ -301,28 +147,64 @@ def _report(skipped: list[tuple[str, str]], where: Path, strict: bool) -> None:
 
 
 def _markdown_document(path: Path, doc_id: str, max_bytes: int = MAX_FILE_BYTES) -> Document:
-    text = read_text_file(path, max_bytes=max_bytes)
-    parsed = parse_markdown(text, doc_id=doc_id, source=str(path))
-    del text
-    meta = parsed.front_matter
-    title = meta.get("title")
-    if not isinstance(title, str) or not title.strip():
-        title = parsed.first_h1 or path.stem
-    return Document(
-        id=doc_id, title=title.strip(), text=parsed.body, metadata=meta,
-        sections=parsed.sections, source=str(path),
-    )
+    return _load_one(path, doc_id, "markdown", {}, max_bytes)
 
 
 def _text_document(path: Path, doc_id: str, max_bytes: int = MAX_FILE_BYTES) -> Document:
-    return Document(id=doc_id, title=path.stem, text=read_text_file(path, max_bytes=max_bytes), source=str(path))
+    return _load_one(path, doc_id, "text", {}, max_bytes)
 
 
-def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES) -> Corpus:
-    """Load every ``.md``/``.markdown``/``.txt`` file under ``root`` (recursively).
+def _load_one(path: Path, doc_id: str, loader: str, options: Mapping[str, Any], max_bytes: int) -> Document:
+    from ..registry import LOADERS
+    from .files import read_bytes_file
+
+    return LOADERS.build(loader, options=dict(options)).load(read_bytes_file(path, max_bytes=max_bytes), doc_id,
+                                                              str(path))
+
+
+def suffix_table(formats: Mapping[str, str] | None = None) -> dict[str, str]:
+    """File name ending -> loader name: every loader's own suffixes, then ``formats`` on top (``{".htm": "html"}``;
+    ``"none"`` leaves files with that ending out)."""
+    from ..registry import LOADERS
+
+    table = {suffix: e.name for e in LOADERS for suffix in e.suffixes}
+    for suffix, name in (formats or {}).items():
+        if not isinstance(suffix, str) or not suffix.strip(". "):
+            raise CorpusError(f"formats: {suffix!r} is not a file name ending; write it as '.htm'")
+        suffix = "." + suffix.lower().lstrip(".")
+        if name in ("none", "", None):
+            table.pop(suffix, None)
+            continue
+        if name not in LOADERS:
+            raise CorpusError(f"formats: {suffix}={name}: unknown format; choose one of: "
+                              f"{', '.join(LOADERS.names())}, or none to leave such files out")
+        table[suffix] = LOADERS.canonical(name)
+    return table
+
+
+def _format_of(name: str, table: Mapping[str, str]) -> str | None:
+    lower = name.lower()
+    best = max((s for s in table if lower.endswith(s) and len(lower) > len(s)), key=len, default=None)
+    return table[best] if best else None
+
+
+def _in_process(loader: str) -> bool:
+    from ..registry import LOADERS
+
+    return not getattr(LOADERS.build(loader), "cache", False)
+
+
+def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
+                formats: Mapping[str, str] | None = None, loader_options: Mapping[str, Mapping[str, Any]] | None = None,
+                extract_timeout_s: float | None = None) -> Corpus:
+    """Load every file under ``root`` (recursively) that a loader reads: markdown, text, HTML, PDF, DOCX,
+    reStructuredText, notebooks (see :mod:`ragtune.corpus.formats`; ``formats`` maps other endings to a loader).
 
     Document ids are paths relative to ``root`` with forward slashes. Links out of ``root``, dangling links
-    and special files are skipped with a warning (an error with ``strict``); see the module docstring.
+    and special files are skipped with a warning (an error with ``strict``); see the module docstring. A markdown
+    or text file that cannot be read is an error; a file of another format that cannot be read (encrypted,
+    corrupt, image-only, past the size limit or the time limit) is one warning line and left out, the rest loads
+    (an error with ``strict``). ``loader_options`` gives a loader its options (``{"pdf": {"password": "..."}}``).
     """
     base = Path(root)
     try:
@@ -332,22 +214,48 @@ def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_
         raise  # not reached: the check raises
     if not stat.S_ISDIR(mode):
         raise CorpusError(f"corpus folder {base} is {file_kind(mode)}, not a folder")
-    paths, skipped = _walk(base, MARKDOWN_SUFFIXES + TEXT_SUFFIXES)
+    table = suffix_table(formats)
+    options = {k: dict(v) for k, v in (loader_options or {}).items()}
+    paths, skipped = _walk(base, tuple(table))
     _report(skipped, base, strict)
     if not paths:
         raise CorpusError(
-            f"{base}: no .md, .markdown or .txt files found; point --corpus at a folder of "
-            "documents or at a BEIR folder containing corpus.jsonl"
+            f"{base}: no file of a format ragtune reads found ({', '.join(sorted(table))}); point --corpus at a "
+            "folder of documents or at a BEIR folder containing corpus.jsonl"
         )
-    docs = []
-    kind = "text"
-    for doc_id, p in paths:
-        if p.name.lower().endswith(MARKDOWN_SUFFIXES):
-            docs.append(_markdown_document(p, doc_id, max_file_bytes))
-            kind = "markdown"
+    docs, problems = _load_files([(doc_id, p, _format_of(p.name, table)) for doc_id, p in paths], options,
+                                 max_file_bytes, extract_timeout_s)
+    _report(problems, base, strict, what="file(s) cannot be read")
+    if not docs:
+        raise CorpusError(f"{base}: none of its {len(paths)} file(s) could be read; see the warnings above")
+    kinds = {d.format for d in docs}
+    kind = "markdown" if kinds == {"markdown"} or kinds == {"markdown", "text"} else \
+        "text" if kinds == {"text"} else "documents"
+    return Corpus(docs, kind=kind, root=str(base), skipped=[*skipped, *problems])  # type: ignore[arg-type]
+
+
+def _load_files(files: list[tuple[str, Path, str | None]], options: Mapping[str, Mapping[str, Any]],
+                max_bytes: int, timeout_s: float | None) -> tuple[list[Document], list[tuple[str, str]]]:
+    """The documents of ``files`` (doc id, path, loader), in order, and (path, problem) of each that failed."""
+    from .formats.extract import DEFAULT_TIMEOUT_S, Job, extract
+
+    jobs = [Job(doc_id, str(p), fmt, options.get(fmt, {}), max_bytes)
+            for doc_id, p, fmt in files if fmt and not _in_process(fmt)]
+    extracted = extract(jobs, timeout_s=timeout_s or DEFAULT_TIMEOUT_S) if jobs else {}
+    docs: list[Document] = []
+    problems: list[tuple[str, str]] = []
+    for doc_id, p, fmt in files:
+        if fmt is None:
+            continue
+        if doc_id not in extracted:  # markdown and text: read here, and an unreadable one is an error
+            docs.append(_load_one(p, doc_id, fmt, options.get(fmt, {}), max_bytes))
+            continue
+        doc, why = extracted[doc_id]
+        if doc is None:
+            problems.append((str(p), why or "cannot be read"))
         else:
-            docs.append(_text_document(p, doc_id, max_file_bytes))
-    return Corpus(docs, kind=kind, root=str(base), skipped=skipped)  # type: ignore[arg-type]
+            docs.append(doc)
+    return docs, problems
 
 
 def load_beir_corpus(root: str | os.PathLike[str], *, max_file_bytes: int = MAX_FILE_BYTES) -> Corpus:
@@ -397,9 +305,12 @@ def is_beir_folder(path: Path) -> bool:
     return path.is_dir() and os.path.lexists(path / "corpus.jsonl")
 
 
-def load_corpus(path: str | os.PathLike[str], *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES) -> Corpus:
-    """Load a corpus from a BEIR folder, a ``corpus.jsonl`` file, a folder of
-    markdown/text files, or a single markdown/text file.
+def load_corpus(path: str | os.PathLike[str], *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
+                formats: Mapping[str, str] | None = None, loader_options: Mapping[str, Mapping[str, Any]] | None = None,
+                extract_timeout_s: float | None = None) -> Corpus:
+    """Load a corpus from a BEIR folder, a ``corpus.jsonl`` file, a folder of documents, or a single document
+    (markdown, text, HTML, PDF, DOCX, reStructuredText, a notebook; see :func:`load_folder` for ``formats``,
+    ``loader_options`` and what is skipped).
 
     In a folder, links that resolve outside it, dangling links and special files (FIFOs, devices) are skipped
     with a warning on stderr and listed in ``Corpus.skipped``; with ``strict`` they are an error. A file (or a
@@ -414,14 +325,21 @@ def load_corpus(path: str | os.PathLike[str], *, strict: bool = False, max_file_
     if stat.S_ISDIR(mode):
         if is_beir_folder(p):
             return load_beir_corpus(p, max_file_bytes=max_file_bytes)
-        return load_folder(p, strict=strict, max_file_bytes=max_file_bytes)
+        return load_folder(p, strict=strict, max_file_bytes=max_file_bytes, formats=formats,
+                           loader_options=loader_options, extract_timeout_s=extract_timeout_s)
     if not stat.S_ISREG(mode):
         raise CorpusError(f"corpus path {p} is {file_kind(mode)}, not a folder or a regular file; point --corpus at "
                           "a folder of documents, a BEIR folder or a corpus.jsonl file")
     if p.suffix == ".jsonl":
         return load_beir_corpus(p, max_file_bytes=max_file_bytes)
-    if not p.name.lower().endswith(MARKDOWN_SUFFIXES + TEXT_SUFFIXES):
-        raise CorpusError(f"{p}: unsupported file type; use .md, .markdown, .txt or a BEIR corpus.jsonl")
-    if p.name.lower().endswith(MARKDOWN_SUFFIXES):
-        return Corpus([_markdown_document(p, p.name, max_file_bytes)], kind="markdown", root=str(p.parent))
-    return Corpus([_text_document(p, p.name, max_file_bytes)], kind="text", root=str(p.parent))
+    table = suffix_table(formats)
+    fmt = _format_of(p.name, table)
+    if fmt is None:
+        raise CorpusError(f"{p}: unsupported file type; use one of {', '.join(sorted(table))}, a BEIR corpus.jsonl, "
+                          "or name its format (formats={'.ext': 'html'}, --format .ext=html)")
+    docs, problems = _load_files([(p.name, p, fmt)], {k: dict(v) for k, v in (loader_options or {}).items()},
+                                 max_file_bytes, extract_timeout_s)
+    if problems:
+        raise CorpusError(f"{problems[0][0]}: {problems[0][1]}")
+    kind = fmt if fmt in ("markdown", "text") else "documents"
+    return Corpus(docs, kind=kind, root=str(p.parent))  # type: ignore[arg-type]

@@ -30,30 +30,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ..paths import default_cache_dir
 from ..progress import format_duration, note, progress_iter, status
 from .base import Embedder
 
 __all__ = ["EmbeddingCache", "CachedEmbedder", "default_cache_dir"]
-
-
-def default_cache_dir() -> Path:
-    """Where ragtune caches embeddings, chunkings and BM25 indexes: ``RAGTUNE_CACHE_DIR`` when set, else a per-user
-    cache folder, the same from any working directory: ``$XDG_CACHE_HOME/ragtune`` (``~/.cache/ragtune`` when
-    ``XDG_CACHE_HOME`` is unset or relative; ``%LOCALAPPDATA%\\ragtune\\cache`` on Windows)."""
-    given = os.environ.get("RAGTUNE_CACHE_DIR")
-    if given:
-        return Path(given)
-    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
-        return Path(os.environ["LOCALAPPDATA"]) / "ragtune" / "cache"
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    if xdg and os.path.isabs(xdg):  # the XDG spec: a relative value is invalid and ignored
-        return Path(xdg) / "ragtune"
-    try:
-        return Path.home() / ".cache" / "ragtune"
-    except RuntimeError:  # no home directory can be determined (a bare container user)
-        import tempfile
-
-        return Path(tempfile.gettempdir()) / "ragtune-cache"
 
 
 _warned: set[str] = set()  # cache files already reported in this process: one warning each

@@ -187,7 +187,7 @@ class PipelineConfig:
 
     def resolved(self, corpus_kind: str) -> "PipelineConfig":
         """``auto`` and an unset prefix replaced by what they mean for this kind of corpus."""
-        chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind == "markdown" else "document")
+        chunker = self.chunker if self.chunker != "auto" else ("section" if corpus_kind in ("markdown", "documents") else "document")
         prefix = self.prefix if self.prefix is not None else True
         return replace(self, chunker=chunker, prefix=prefix)
 
