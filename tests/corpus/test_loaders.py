@@ -53,7 +53,7 @@ def test_invalid_utf8_names_file_and_line(tmp_path):
 
 
 def test_empty_folder_and_missing_path(tmp_path):
-    with pytest.raises(CorpusError, match="no .md, .markdown or .txt files"):
+    with pytest.raises(CorpusError, match=r"no file of a format ragtune reads found \(.*\.md.*\.txt"):
         load_corpus(tmp_path)
     with pytest.raises(CorpusNotFoundError):
         load_corpus(tmp_path / "nope")

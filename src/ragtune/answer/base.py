@@ -42,10 +42,14 @@ class Citation:
     anchor: str | None = None
     start: int | None = None
     end: int | None = None
+    location: Mapping[str, Any] | None = None  # where in the source file: a PDF page, a source line, an element
 
     def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "valid": self.valid, "chunk_id": self.chunk_id, "doc_id": self.doc_id,
-                "anchor": self.anchor, "start": self.start, "end": self.end}
+        out = {"n": self.n, "valid": self.valid, "chunk_id": self.chunk_id, "doc_id": self.doc_id,
+               "anchor": self.anchor, "start": self.start, "end": self.end}
+        if self.location:
+            out["location"] = dict(self.location)
+        return out
 
 
 @dataclass(frozen=True)
@@ -103,7 +107,7 @@ def citations_in(text: str, contexts: Sequence[Chunk]) -> tuple[Citation, ...]:
             n = int(num)
             if 1 <= n <= len(contexts):
                 c = contexts[n - 1]
-                out.append(Citation(n, True, c.id, c.doc_id, c.anchor, c.start, c.end))
+                out.append(Citation(n, True, c.id, c.doc_id, c.anchor, c.start, c.end, c.metadata.get("location")))
             else:
                 out.append(Citation(n, False))
     return tuple(out)

@@ -27,6 +27,10 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        if getattr(args, "formats", None) or getattr(args, "loader_options", None):
+            from .options import corpus_input
+
+            args.corpus = corpus_input(args)  # loaded once here: every command takes a Corpus for a path
         return int(args.func(args))
     except RagtuneError as e:
         print(f"error: {e}", file=sys.stderr)

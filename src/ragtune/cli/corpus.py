@@ -1,4 +1,4 @@
-"""ragtune golden check/draft/review, ragtune pool, ragtune anchors, ragtune chunk."""
+"""ragtune golden check/draft/review, ragtune pool, ragtune corpus show, ragtune anchors, ragtune chunk."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from ..evaluate.pool import pool_runs
 from ..golden import check_golden, load_golden
 from ..golden_draft import draft_golden_set, review_drafts
 from .options import add_flags, call, kwargs
-from .render import chunk_record, render_anchors, render_chunking, render_golden_report, render_review
+from .render import chunk_record, render_anchors, render_document, render_chunking, render_golden_report, render_review
 from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, write_jsonl
 
 
@@ -32,6 +32,11 @@ def cmd_golden_review(args) -> int:
 def cmd_anchors(args) -> int:
     rows = load_corpus(args.corpus).anchor_table(args.doc)
     return emit(args, rows, render_anchors(rows)) or 0
+
+
+def cmd_corpus_show(args) -> int:
+    d = load_corpus(args.corpus).describe(args.doc)
+    return emit(args, d, render_document(d, text=not args.sections_only)) or 0
 
 
 def cmd_chunk(args) -> int:
@@ -64,6 +69,12 @@ def add(sub) -> None:
     p.add_argument("drafts", help="the draft file (`ragtune golden draft --out`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where accepted questions go (appended)")
     add_flags(command(sub, "pool", call(pool_runs), "pool the top k of runs: the sections nobody judged"), pool_runs)
+    corpus = sub.add_parser("corpus", help="look at a corpus as ragtune loads it").add_subparsers(
+        dest="corpus_command", required=True)
+    p = command(corpus, "show", cmd_corpus_show, "print a document's extracted text and its sections (to debug "
+                "extraction)", output="the document", inputs="corpus")
+    p.add_argument("doc", help="the document id (as `ragtune anchors` lists it)")
+    p.add_argument("--sections-only", action="store_true", help="the sections without the text")
     p = command(sub, "anchors", cmd_anchors, "list the anchors of a corpus", output="the anchors", inputs="corpus")
     p.add_argument("--doc", default=None, help="only this document")
     p = command(sub, "chunk", cmd_chunk, "chunk a corpus and show what came out", inputs="corpus",

@@ -197,6 +197,62 @@ def _default(target: Callable[..., Any], name: str) -> Any:
 
 # -- the pipeline's flags, derived from the stage registries ---------------------------------------------------------
 
+CORPUS_HELP = ("a folder of documents (markdown, HTML, PDF, DOCX, reStructuredText, notebooks, text), a single "
+               "document, a BEIR folder or corpus.jsonl")
+
+
+def _format_flag(text: str) -> tuple[str, str]:
+    suffix, sep, name = text.partition("=")
+    if not sep or not suffix.strip() or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected .SUFFIX=FORMAT (e.g. .htm=html, .txt=markdown, .bak=none), "
+                                         f"got {text!r}")
+    return suffix.strip(), name.strip()
+
+
+def _loader_option(text: str) -> tuple[str, str, Any]:
+    key, sep, value = text.partition("=")
+    fmt, dot, name = key.partition(".")
+    if not sep or not dot or not fmt.strip() or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected FORMAT.OPTION=VALUE (e.g. pdf.password=secret, ipynb.outputs=true), "
+                                         f"got {text!r}")
+    low = value.strip().lower()
+    parsed: Any = True if low == "true" else False if low == "false" else value
+    if parsed is value:
+        for kind in (int, float):
+            try:
+                parsed = kind(value)
+                break
+            except ValueError:
+                continue
+    return fmt.strip(), name.strip(), parsed
+
+
+def add_corpus_flags(p: Any, *, required: bool) -> None:
+    """--corpus, and how its files are read: --format (a suffix's loader) and --loader-option (a loader's option)."""
+    from ..registry import LOADERS
+
+    p.add_argument("--corpus", required=required, help=CORPUS_HELP)
+    p.add_argument("--format", dest="formats", action="append", type=_format_flag, default=[], metavar=".SUFFIX=FORMAT",
+                   help=f"read files ending in SUFFIX as FORMAT ({', '.join(LOADERS.names())}, or none to leave them "
+                        "out); repeat for more")
+    p.add_argument("--loader-option", dest="loader_options", action="append", type=_loader_option, default=[],
+                   metavar="FORMAT.OPTION=VALUE", help="an option of one format's loader, e.g. pdf.password=secret; "
+                                                       "repeat for more")
+
+
+def corpus_input(args: Any) -> Any:
+    """``args.corpus`` as given (a path), or loaded with the --format and --loader-option it came with."""
+    formats, options = getattr(args, "formats", None), getattr(args, "loader_options", None)
+    if not getattr(args, "corpus", None) or not (formats or options):
+        return getattr(args, "corpus", None)
+    from ..corpus import load_corpus
+
+    by_format: dict[str, dict[str, Any]] = {}
+    for fmt, name, value in options:
+        by_format.setdefault(fmt, {})[name] = value
+    return load_corpus(args.corpus, formats=dict(formats), loader_options=by_format)
+
+
 def add_chunker_flags(p: Any) -> None:
     """--chunker, --prefix, --embedder (+ its prefixes) and every registered chunker's options."""
     from ..registry import CHUNKERS, EMBEDDERS
@@ -220,7 +276,7 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
     from ..registry import RERANKERS, RETRIEVERS
 
     if store:
-        p.add_argument("--corpus", help="markdown/text folder, BEIR folder or corpus.jsonl")
+        add_corpus_flags(p, required=False)
         p.add_argument("--store", help="an index store: its current version (or --version) instead of --corpus")
         p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
     add_chunker_flags(p)

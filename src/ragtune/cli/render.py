@@ -206,7 +206,25 @@ def render_plan(grid: Any, specs: Sequence[Any], n_questions: int, out: str) -> 
 
 
 def render_anchors(rows: Sequence[Mapping[str, Any]]) -> str:
-    return "\n".join(f"{'  ' * len(r['heading_path'])}{r['anchor']}  ({r['title']})" for r in rows)
+    return "\n".join(f"{'  ' * len(r['heading_path'])}{r['anchor']}  ({r['title']})"
+                     + (f"  also: {', '.join(r['aliases'])}" if r.get("aliases") else "") for r in rows)
+
+
+def _where(loc: Mapping[str, Any]) -> str:
+    """``{"line": 4, "line_end": 17}`` -> ``line 4-17``."""
+    return ", ".join(f"{k} {v}" + (f"-{loc[k + '_end']}" if k + "_end" in loc else "")
+                     for k, v in loc.items() if not k.endswith("_end"))
+
+
+def render_document(d: Mapping[str, Any], *, text: bool = True) -> str:
+    """``ragtune corpus show``: the document's extracted text, then its sections."""
+    head = (f"{d['id']}  ({d['format'] or 'in memory'}; {d['characters']:,} characters, {len(d['sections'])} "
+            f"sections)\ntitle: {d['title']}\nsource: {d['source']}")
+    rows = [f"{'  ' * (s['level'] - 1)}{s['anchor']}  [{s['start']}:{s['end']}]"
+            + (f"  {_where(s['location'])}" if s["location"] else "")
+            + (f"  also: {', '.join(s['aliases'])}" if s["aliases"] else "") for s in d["sections"]]
+    body = f"\n\n--- text ---\n{d['text']}\n--- end of text ---" if text else ""
+    return head + body + "\n\nsections:\n" + ("\n".join(rows) or "  (none)")
 
 
 def render_built(v: Any, current: str | None, stats: Mapping[str, Any] | None = None) -> str:

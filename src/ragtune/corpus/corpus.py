@@ -20,13 +20,19 @@ CorpusKind = Literal["markdown", "documents", "beir", "text", "memory"]  # docum
 
 @dataclass(frozen=True, slots=True)
 class AnchorSpan:
-    """Where an anchor points: a document, or a section span within it."""
+    """Where an anchor points: a document, a section span within it, or a page of it (``doc.pdf#page=3``)."""
 
     anchor: str
     doc_id: str
     start: int
     end: int
     section: Section | None = None
+    page: int | None = None
+
+    @property
+    def is_document(self) -> bool:
+        """The anchor names a whole document (any chunk of it covers the anchor)."""
+        return self.section is None and self.page is None
 
 
 def _plain_metadata(doc: Document) -> Document:
@@ -131,12 +137,38 @@ class Corpus:
         rows: list[dict[str, Any]] = []
         for d in [self[doc]] if doc else self.documents:
             rows.append({"anchor": d.id, "title": d.title, "heading_path": []})
-            rows.extend({"anchor": s.anchor, "title": s.title, "heading_path": list(s.heading_path)}
+            rows.extend({"anchor": s.anchor, "title": s.title, "heading_path": list(s.heading_path),
+                         **({"aliases": [f"{d.id}#{a}" for a in s.aliases]} if s.aliases else {})}
                         for s in d.sections)
         return rows
 
+    def describe(self, doc_id: str) -> dict[str, Any]:
+        """One document as its loader extracted it: format, title, source, metadata, the text, and each section
+        with its anchor, aliases, span and source location (``ragtune corpus show``)."""
+        d = self[doc_id]
+        return {"id": d.id, "title": d.title, "format": d.format, "source": d.source, "metadata": dict(d.metadata),
+                "characters": len(d.text), "text": d.text,
+                "sections": [{"anchor": s.anchor, "level": s.level, "title": s.title, "aliases": list(s.aliases),
+                              "start": s.start, "end": s.end, "location": d.location(s.start, s.own_end)}
+                             for s in d.sections]}
+
     def has_anchor(self, anchor: str) -> bool:
-        return anchor in self._by_id or anchor in self._sections
+        return anchor in self._by_id or anchor in self._sections or self._page(anchor) is not None
+
+    def _page(self, anchor: str) -> AnchorSpan | None:
+        """``doc.pdf#page=3``: the span of page 3 of a document whose loader recorded pages (a PDF)."""
+        doc_id, sep, frag = anchor.rpartition("#")
+        if not sep or not frag.startswith("page=") or not frag[5:].isdigit():
+            return None
+        doc = self._by_id.get(doc_id)
+        if doc is None or not doc.locations:
+            return None
+        n = int(frag[5:])
+        starts = [at for at, loc in doc.locations if loc.get("page") == n]
+        if not starts:
+            return None
+        later = [at for at, loc in doc.locations if at > starts[0] and loc.get("page") != n]
+        return AnchorSpan(anchor, doc_id, starts[0], later[0] if later else len(doc.text), page=n)
 
     def resolve(self, anchor: str) -> AnchorSpan:
         """Resolve ``doc_id`` or ``doc_id#section`` to a span.
@@ -150,6 +182,9 @@ class Corpus:
         section = self._sections.get(anchor)
         if section is not None:
             return AnchorSpan(anchor, section.doc_id, section.start, section.end, section)
+        page = self._page(anchor)
+        if page is not None:
+            return page
         hint = self.suggest(anchor)
         more = f"; did you mean: {', '.join(hint)}?" if hint else ""
         raise UnknownAnchorError(f"unknown anchor {anchor!r}{more}")

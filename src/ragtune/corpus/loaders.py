@@ -305,7 +305,7 @@ def is_beir_folder(path: Path) -> bool:
     return path.is_dir() and os.path.lexists(path / "corpus.jsonl")
 
 
-def load_corpus(path: str | os.PathLike[str], *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
+def load_corpus(path: str | os.PathLike[str] | Corpus, *, strict: bool = False, max_file_bytes: int = MAX_FILE_BYTES,
                 formats: Mapping[str, str] | None = None, loader_options: Mapping[str, Mapping[str, Any]] | None = None,
                 extract_timeout_s: float | None = None) -> Corpus:
     """Load a corpus from a BEIR folder, a ``corpus.jsonl`` file, a folder of documents, or a single document
@@ -314,8 +314,10 @@ def load_corpus(path: str | os.PathLike[str], *, strict: bool = False, max_file_
 
     In a folder, links that resolve outside it, dangling links and special files (FIFOs, devices) are skipped
     with a warning on stderr and listed in ``Corpus.skipped``; with ``strict`` they are an error. A file (or a
-    ``corpus.jsonl`` line) over ``max_file_bytes`` is an error.
+    ``corpus.jsonl`` line) over ``max_file_bytes`` is an error. A :class:`Corpus` is returned as it is.
     """
+    if isinstance(path, Corpus):
+        return path
     p = Path(path)
     try:
         mode = os.stat(p).st_mode

@@ -29,10 +29,10 @@ SNIPPET_CHARS = 300  # of each retrieved chunk's text kept in results, for failu
 
 
 def covers(chunk: Chunk, span: AnchorSpan) -> bool:
-    """Whether ``chunk`` hits an anchor: same document and, for a section, overlapping spans."""
+    """Whether ``chunk`` hits an anchor: same document and, for a section (or a page), overlapping spans."""
     if chunk.doc_id != span.doc_id:
         return False
-    if span.section is None:
+    if span.is_document:
         return True
     return chunk.start < span.end and max(chunk.end, chunk.start + 1) > span.start
 
@@ -349,7 +349,7 @@ def apply_k_unit(rankings: Mapping[str, Ranking], spans_by_id: Mapping[str, Sequ
     ``chunk`` otherwise. Returns the rankings to score and the unit used."""
     if k_unit is None:
         spans = [s for ss in spans_by_id.values() for s in ss]
-        k_unit = "doc" if spans and all(s.section is None for s in spans) else "chunk"
+        k_unit = "doc" if spans and all(s.is_document for s in spans) else "chunk"
     if k_unit not in K_UNITS:
         raise ConfigError(f"k unit {k_unit!r}: choose chunk (every chunk is a rank) or doc (distinct documents)")
     if k_unit == "chunk":

@@ -181,13 +181,14 @@ def _doc_record(d: Document) -> dict[str, Any]:
             "text_offset": d.text_offset, "format": d.format, "locations": [[at, dict(loc)] for at, loc in d.locations],
             "sections": [{"id": s.id, "title": s.title, "level": s.level, "heading_path": list(s.heading_path),
                           "parent": s.parent, "start": s.start, "end": s.end, "own_end": s.own_end,
-                          "aliases": list(s.aliases)} for s in d.sections]}
+                          "explicit_id": s.explicit_id, "aliases": list(s.aliases)} for s in d.sections]}
 
 
 def _doc_from_record(r: Mapping[str, Any]) -> Document:
     sections = tuple(Section(doc_id=r["id"], id=s["id"], title=s["title"], level=s["level"],
                              heading_path=tuple(s["heading_path"]), parent=s["parent"], start=s["start"], end=s["end"],
-                             own_end=s["own_end"], aliases=tuple(s.get("aliases", ()))) for s in r.get("sections", ()))
+                             own_end=s["own_end"], explicit_id=s.get("explicit_id"),
+                             aliases=tuple(s.get("aliases", ()))) for s in r.get("sections", ()))
     return Document(id=r["id"], title=r["title"], text=r["text"], metadata=r.get("metadata", {}), sections=sections,
                     source=r.get("source"), text_offset=r.get("text_offset", 0), format=r.get("format"),
                     locations=tuple((int(at), dict(loc)) for at, loc in r.get("locations", ())))
