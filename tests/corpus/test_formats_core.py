@@ -212,3 +212,18 @@ def test_cli_corpus_show_and_format_flag(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["anchors", "--corpus", str(tmp_path), "--format", "txt"])
     assert "expected .SUFFIX=FORMAT" in capsys.readouterr().err
+
+
+def test_an_anchor_may_leave_out_the_extension(tmp_path):
+    _write(tmp_path, {"guide.md": "# Guide\n## Install\ntext\n", "notes.txt": "plain", "other.md": "# O\n"})
+    corpus = load_corpus(tmp_path)
+    span = corpus.resolve("guide#install")
+    assert span.doc_id == "guide.md" and span.section.id == "install" and span.anchor == "guide#install"
+    assert corpus.resolve("notes").doc_id == "notes.txt" and corpus.has_anchor("guide")
+    assert not corpus.has_anchor("guide#nope")
+    (tmp_path / "guide.txt").write_text("the same guide, as text")
+    both = load_corpus(tmp_path)
+    assert not both.has_anchor("guide#install")
+    with pytest.raises(rt.UnknownAnchorError, match=r"in 2 formats \(guide\.md, guide\.txt\); write the one meant"):
+        both.resolve("guide#install")
+    assert both.resolve("guide.md#install").section.id == "install"

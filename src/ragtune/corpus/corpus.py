@@ -71,6 +71,7 @@ class Corpus:
                     self._sections.setdefault(f"{d.id}#{a}", s)
         self._fingerprint: str | None = None
         self._starts: dict[str, list[int]] = {}
+        self._by_stem: dict[str, list[str]] | None = None
 
     def __len__(self) -> int:
         return len(self.documents)
@@ -153,7 +154,47 @@ class Corpus:
                              for s in d.sections]}
 
     def has_anchor(self, anchor: str) -> bool:
-        return anchor in self._by_id or anchor in self._sections or self._page(anchor) is not None
+        try:
+            return self._find(anchor) is not None
+        except UnknownAnchorError:  # ambiguous without its extension
+            return False
+
+    def _stems(self) -> dict[str, list[str]]:
+        """Document id without its file extension -> the ids it stands for (files only)."""
+        if self._by_stem is None:
+            by_stem: dict[str, list[str]] = {}
+            for d in self.documents:
+                head, dot, ext = d.id.rpartition(".")
+                if d.format is not None and dot and head and "/" not in ext and "#" not in d.id:
+                    by_stem.setdefault(head, []).append(d.id)
+            self._by_stem = by_stem
+        return self._by_stem
+
+    def _find(self, anchor: str) -> AnchorSpan | None:
+        """The span ``anchor`` names, trying it as written, then with its document's extension left out
+        (``controlflow#if-statements`` names ``controlflow.rst``, ``.html`` or ``.pdf``, whichever the corpus
+        holds: one golden set serves every format of a document). Two documents of one stem are an error."""
+        span = self._exact(anchor)
+        if span is not None or not self.documents:
+            return span
+        doc_part, sep, frag = anchor.partition("#")
+        ids = self._stems().get(doc_part, [])
+        if len(ids) > 1:
+            raise UnknownAnchorError(f"anchor {anchor!r} leaves out the extension of a document the corpus holds "
+                                     f"in {len(ids)} formats ({', '.join(ids)}); write the one meant")
+        if not ids:
+            return None
+        found = self._exact(ids[0] + sep + frag)
+        return None if found is None else dataclasses.replace(found, anchor=anchor)
+
+    def _exact(self, anchor: str) -> AnchorSpan | None:
+        doc = self._by_id.get(anchor)
+        if doc is not None:
+            return AnchorSpan(anchor, doc.id, 0, len(doc.text))
+        section = self._sections.get(anchor)
+        if section is not None:
+            return AnchorSpan(anchor, section.doc_id, section.start, section.end, section)
+        return self._page(anchor)
 
     def _page(self, anchor: str) -> AnchorSpan | None:
         """``doc.pdf#page=3``: the span of page 3 of a document whose loader recorded pages (a PDF)."""
@@ -176,15 +217,9 @@ class Corpus:
         A document id may itself contain ``#`` (SQuAD paragraph ids do), so a
         whole-string document match wins over splitting at ``#``.
         """
-        doc = self._by_id.get(anchor)
-        if doc is not None:
-            return AnchorSpan(anchor, doc.id, 0, len(doc.text))
-        section = self._sections.get(anchor)
-        if section is not None:
-            return AnchorSpan(anchor, section.doc_id, section.start, section.end, section)
-        page = self._page(anchor)
-        if page is not None:
-            return page
+        span = self._find(anchor)
+        if span is not None:
+            return span
         hint = self.suggest(anchor)
         more = f"; did you mean: {', '.join(hint)}?" if hint else ""
         raise UnknownAnchorError(f"unknown anchor {anchor!r}{more}")
