@@ -45,7 +45,7 @@ from .external import evaluate_retriever
 from .golden import GoldenItem, GoldenReport, GoldenSet, check_golden, load_golden
 from .pipeline import (Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, build_reranker,
                        build_retriever, candidate_verdict, compare_candidates, default_chunker, run_eval)
-from .registry import CHUNKERS, EMBEDDERS, GENERATORS, JUDGES, RERANKERS, RETRIEVERS
+from .registry import CHUNKERS, EMBEDDERS, GENERATORS, JUDGES, LOADERS, RERANKERS, RETRIEVERS
 from .retrieve import BM25Config, BM25Retriever, ParentRetriever, Retriever
 from .types import Chunk, Document, Hit, Ranking, Section
 
@@ -96,7 +96,7 @@ __all__ = [
     "DEFAULT_EMBEDDER", "DamagedStoreError", "DenseRetriever", "Document", "DocumentChunker", "DocumentChunkerConfig",
     "EMBEDDERS", "EmbeddingCache", "EmptyIndexError", "EngineError", "EvalResult", "Executor", "FixedChunker",
     "FixedChunkerConfig", "GENERATORS", "GoldenItem", "GoldenReport", "GoldenSet", "GoldenSetError", "Grid",
-    "GridError", "Hit", "HybridRetriever", "IndexStore", "JUDGES", "LocalExecutor", "METRICS", "MarkdownChunker",
+    "GridError", "Hit", "HybridRetriever", "IndexStore", "JUDGES", "LOADERS", "LocalExecutor", "METRICS", "MarkdownChunker",
     "MarkdownChunkerConfig", "Metric", "MissingDependencyError", "ParentRetriever", "Pipeline", "PipelineConfig",
     "QuestionResult", "RERANKERS", "RETRIEVERS", "RagtuneError", "Ranking", "RayOptions", "RaySweepExecutor",
     "RecursiveChunker", "RecursiveChunkerConfig", "Report", "RerankedRetriever", "Resources", "Retriever", "Run",
