@@ -214,8 +214,8 @@ def _merge_fragments(lines: Sequence[_Line]) -> list[_Line]:
 
 
 def _drop_page_furniture(pages: list[list[_Line]]) -> None:
-    """Running heads and page numbers out of the text: the top or bottom line of a page that is only a number,
-    or whose letters are those of the top (bottom) line of at least two other pages."""
+    """Running heads and page numbers out of the text: the top or bottom line of a page (not its only line) that
+    is only a number, or whose letters are those of the top (bottom) line of at least two other pages."""
     if len(pages) < 3:
         return
 
@@ -226,7 +226,7 @@ def _drop_page_furniture(pages: list[list[_Line]]) -> None:
         ends = [pick(range(len(lines)), key=lambda i, lines=lines: lines[i].y) if lines else None for lines in pages]
         counts = Counter(key(lines[i]) for lines, i in zip(pages, ends) if i is not None and not lines[i].mono)
         for lines, i in zip(pages, ends):
-            if i is None or lines[i].mono:
+            if i is None or lines[i].mono or len(lines) == 1:  # a page's only line is its text
                 continue
             k = key(lines[i])
             if (k and counts[k] >= 3) or re.fullmatch(r"\W*(\d+|[ivxlc]+)\W*", lines[i].text, re.I):
