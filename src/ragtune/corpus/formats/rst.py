@@ -10,12 +10,14 @@ settings for ids (``auto_id_prefix="id"``, no document-title promotion), so dupl
 **Sphinx and CPython markup.** Plain docutils knows neither Sphinx's directives (``.. function::``,
 ``.. versionadded::``, ``.. code-block::``, ``.. literalinclude::``, ``.. toctree::``, ...) nor its roles
 (``:func:``, ``:ref:``, ...), and drops their text with an error. While a file is parsed, the directive and role
-lookups of docutils are wrapped (under a lock, and restored afterwards, so nothing leaks into other users of
-docutils in the process): a name docutils does not know gets a generic directive that keeps its arguments (an
-object's signature, a version note, a "See also") and parses its content as body text, and a generic role that
-keeps its text (the title of ``title <target>``, ``range()`` for ``:func:`range```, as Sphinx writes them).
-Code directives (``code-block``, ``doctest``, ``testcode``) become code blocks with their language; index
-entries, toctrees, module declarations and test setups carry no text and are dropped.
+lookups of docutils are wrapped: one parse at a time, under a lock, restored afterwards, and docutils' registries
+of directives and roles are never written, so nothing stays behind for other users of docutils in the process. A
+name docutils does not know gets a generic directive that keeps its arguments (an object's signature, a version
+note, a "See also") and parses its content as body text, and a generic role that keeps its text (the title of
+``title <target>``, ``range()`` for ``:func:`range```, as Sphinx writes them; a ``:ref:`` to a label of the same
+file shows that section's title). ``.. class::`` is Sphinx's Python class, not docutils' class attribute. Code
+directives (``code-block``, ``doctest``, ``testcode``) become code blocks with their language; index entries,
+toctrees, module declarations and test setups carry no text and are dropped.
 
 **Files are never read.** ``file_insertion_enabled`` is off and ``raw`` is disabled, so ``.. include::
 /etc/passwd``, ``.. raw:: html :file:`` and ``.. csv-table:: :file:`` read nothing; a ``literalinclude`` is the
