@@ -242,7 +242,7 @@ GENERATORS = Registry("generator", "ragtune.generators", ("ragtune.answer",))
 JUDGES = Registry("judge", "ragtune.judges", ("ragtune.answer",))
 # file formats of a corpus folder: each entry reads files with its suffixes into Documents (ragtune.corpus.formats)
 LOADERS = Registry("loader", "ragtune.loaders", tuple(f"ragtune.corpus.formats.{m}" for m in (
-    "text", "docx", "rst", "pdf", "notebook")))
+    "text", "docx", "rst", "html", "pdf", "notebook")))
 
 REGISTRIES = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS, "embedder": EMBEDDERS,
               "generator": GENERATORS, "judge": JUDGES,
