@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import struct
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -198,19 +199,22 @@ def test_locations_name_body_paragraphs_and_tables():
     assert docx.Document(io.BytesIO(save(d))).paragraphs[3].text == "three"
 
 
-def test_outline_levels_in_the_paragraph_or_its_style_are_headings():
+def test_outline_levels_in_the_paragraph_or_its_style_are_headings_and_toc_lines_left_out():
     styles = ('<w:style w:type="paragraph" w:default="1" w:styleId="Normal"><w:name w:val="Normal"/></w:style>'
               '<w:style w:type="paragraph" w:styleId="Chap"><w:name w:val="Chapter Title"/>'
               '<w:pPr><w:outlineLvl w:val="0"/></w:pPr></w:style>'
               '<w:style w:type="paragraph" w:styleId="SubChap"><w:name w:val="Sub Chapter"/>'
               '<w:basedOn w:val="Chap"/></w:style>'
-              '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>')
+              '<w:style w:type="paragraph" w:styleId="Heading1"><w:name w:val="heading 1"/></w:style>'
+              '<w:style w:type="paragraph" w:styleId="TOC1"><w:name w:val="toc 1"/></w:style>')
     body = (p("Styled", '<w:pStyle w:val="Chap"/>') + p("body one") + p("Inherited", '<w:pStyle w:val="SubChap"/>')
             + p("Direct", '<w:outlineLvl w:val="2"/>') + p("body two")
-            + p("Not a heading", '<w:pStyle w:val="Heading1"/><w:outlineLvl w:val="9"/>'))
+            + p("Not a heading", '<w:pStyle w:val="Heading1"/><w:outlineLvl w:val="9"/>')
+            + p("Styled 1", '<w:pStyle w:val="TOC1"/>'))
     doc = load(raw_docx(body, styles=styles))
     assert [(s.level, s.title) for s in doc.sections] == [(1, "Styled"), (1, "Inherited"), (3, "Direct")]
     assert "Not a heading" in doc.text and "# Not a heading" not in doc.text
+    assert "Styled 1" not in doc.text  # a table-of-contents line: a copy of a heading
 
 
 def test_footnotes_follow_their_paragraph_and_hidden_deleted_text_is_left_out():
@@ -368,3 +372,11 @@ def test_samplers_order_nested_tables_unknown_styles_and_notes():
     assert [(s.level, s.title) for s in example.sections] == [(1, "Heading 1"), (2, "Heading 2")]
     assert "Reference footnote 1[1]\n\n[1] First footnote" in example.text
     assert "10 < 20 and 20 > 10" in example.text
+
+
+def test_missing_python_docx_names_the_extra(monkeypatch):
+    data = sample()
+    for name in [m for m in sys.modules if m == "docx" or m.startswith("docx.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(CorpusError, match=r"needs the python-docx package: pip install 'ragtune\[docx\]'"):
+        load(data)

@@ -157,14 +157,16 @@ def test_json_that_is_not_a_notebook():
         load(b'{"name": "package.json", "version": "1.0"}')
     with pytest.raises(CorpusError, match=r"JSON, but a list, not a notebook object"):
         load(b"[1, 2]")
+    with pytest.raises(CorpusError, match=r"\"cells\" is an object, not a list"):
+        load(b'{"cells": {"0": {}}}')
     with pytest.raises(CorpusError, match=r"cell 0 is not a cell object"):
         load(notebook("just a string"))
 
 
 def test_source_neither_string_nor_list_of_strings():
-    with pytest.raises(CorpusError, match=r"the source of cell 1 is int, not a string or a list of strings"):
+    with pytest.raises(CorpusError, match=r"the source of cell 1 is a number, not a string or a list of strings"):
         load(notebook(md("# ok"), md(42)))
-    with pytest.raises(CorpusError, match=r"the source of cell 0 is a list with a dict"):
+    with pytest.raises(CorpusError, match=r"the source of cell 0 is a list holding an object"):
         load(notebook(code(["x = 1\n", {"oops": 1}])))
 
 

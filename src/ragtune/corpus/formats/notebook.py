@@ -67,14 +67,25 @@ class NotebookLoaderConfig(Config):
             raise ConfigError(f"NotebookLoaderConfig: outputs must be true or false, got {self.outputs!r}")
 
 
+def _json_kind(value: Any) -> str:
+    """What a JSON value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "a number", float: "a number", dict: "an object", list: "a list"}.get(type(value), "a string")
+
+
 def _source(value: Any, where: str) -> str:
     """A notebook's multi-line string: a string, or a list of strings to join (as nbformat writes them)."""
     if isinstance(value, str):
         return value
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return "".join(value)
-    kind = "a list with a " + type(next(v for v in value if not isinstance(v, str))).__name__ \
-        if isinstance(value, list) else type(value).__name__
+    if isinstance(value, list):
+        kind = "a list holding " + _json_kind(next(v for v in value if not isinstance(v, str)))
+    else:
+        kind = _json_kind(value)
     raise CorpusError(f"{_NOT_NOTEBOOK}: {where} is {kind}, not a string or a list of strings; the file is damaged "
                       "or not written by Jupyter")
 
@@ -82,7 +93,7 @@ def _source(value: Any, where: str) -> str:
 def _cells(nb: Any) -> tuple[list[Any], int]:
     """The cells of a notebook (nbformat 4's ``cells``, or every worksheet's in nbformat 3) and its major version."""
     if not isinstance(nb, dict):
-        raise CorpusError(f"{_NOT_NOTEBOOK}: JSON, but a {type(nb).__name__}, not a notebook object")
+        raise CorpusError(f"{_NOT_NOTEBOOK}: JSON, but {_json_kind(nb)}, not a notebook object")
     version = nb.get("nbformat")
     if "cells" in nb:
         cells = nb["cells"]
@@ -92,7 +103,7 @@ def _cells(nb: Any) -> tuple[list[Any], int]:
         raise CorpusError(f"{_NOT_NOTEBOOK}: JSON without \"cells\" (nbformat 4) or \"worksheets\" (nbformat 3), so "
                           "not a notebook")
     if not isinstance(cells, list):
-        raise CorpusError(f"{_NOT_NOTEBOOK}: \"cells\" is a {type(cells).__name__}, not a list")
+        raise CorpusError(f"{_NOT_NOTEBOOK}: \"cells\" is {_json_kind(cells)}, not a list")
     return cells, version if isinstance(version, int) else 4
 
 
