@@ -355,6 +355,7 @@ def test_tutorial_controlflow_sections_from_its_outline():
     assert s["break-and-continue-statements-and-else-clauses-on-loops"].title.endswith("Clauses on Loops")
     assert d.title == "More Control Flow Tools" and d.metadata["pages"] == 14
     assert ">>> if x < 0:\n...     x = 0\n...     print('Negative changed to zero')" in d.text
+    assert "        del users[user]\n\n# Strategy:  Create a new collection" in d.text  # a blank line in the code
     assert "The keyword ‘elif’ is short for ‘else if’, and is useful to avoid excessive indentation." in d.text
     chunks = {c.anchor: c for c in CHUNKERS.build("section").chunk(d)}
     assert chunks["controlflow#default-argument-values"].metadata["location"]["page"] == 6

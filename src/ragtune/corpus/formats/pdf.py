@@ -264,16 +264,19 @@ class _Layout:
         return cls(body_size=body, gap={False: text_gap, True: _mode(gaps[True], text_gap)}, words=words)
 
 
-def _code_text(lines: Sequence[_Line]) -> str:
+def _code_text(lines: Sequence[_Line], line_gap: float) -> str:
     """A code block's lines with each character in its column (its position over the character width), so the
-    indentation and alignment the PDF drew by position come back as spaces."""
+    indentation and alignment the PDF drew by position come back as spaces; a vertical space of more than a
+    line (``line_gap``) between two lines comes back as blank lines."""
     steps = [b[0] - a[0] for line in lines for a, b in zip(line.columns, line.columns[1:]) if b[0] > a[0]]
     width = sorted(steps)[len(steps) // 2] if steps else 0.0
     if width <= 0:
         return "\n".join(line.text for line in lines)
     left = min(line.columns[0][0] for line in lines if line.columns)
-    out = []
-    for line in lines:
+    out: list[str] = []
+    for k, line in enumerate(lines):
+        if k and line_gap > 0:
+            out.extend([""] * min(max(int(round((lines[k - 1].y - line.y) / line_gap)) - 1, 0), 2))
         row: list[str] = []
         last = None
         for x, c in line.columns:
@@ -327,7 +330,7 @@ def _write_page(b: DocumentBuilder, lines: Sequence[_Line], marks: Sequence[_Mar
         if not block:
             return
         if block[0].mono:
-            b.code(_code_text(block))
+            b.code(_code_text(block, layout.gap[True]))
         elif _is_bullet(block[0]):
             b.item(_join(block, layout.words)[1:].strip())
         else:
@@ -339,10 +342,10 @@ def _write_page(b: DocumentBuilder, lines: Sequence[_Line], marks: Sequence[_Mar
             return True
         gap = prev.y - line.y
         usual = layout.gap[line.mono]
-        if gap < -0.5 * usual or gap > 1.45 * usual:  # a new column, or space between blocks
-            return not (line.mono or prev.hyphen or gap < 0 and prev.text[-1:] not in _SENTENCE_END)
         if line.mono:
-            return False
+            return False  # space between code lines is a blank line of the code (see _code_text)
+        if gap < -0.5 * usual or gap > 1.45 * usual:  # a new column, or space between blocks
+            return not (prev.hyphen or gap < 0 and prev.text[-1:] not in _SENTENCE_END)
         if abs(prev.size - line.size) > 0.05 * max(prev.size, line.size) or _is_bullet(line):
             return True
         if line.x0 > prev.x0 + 0.6 * usual and prev is not block[0] and not prev.hyphen:
@@ -453,7 +456,7 @@ def _font_headings(pages: Sequence[Sequence[_Line]], layout: _Layout) -> list[li
                 continue
             j = i + 1
             while j < len(lines) and j - i < 3 and candidate(lines[j]) == size and \
-                    0 < lines[j - 1].y - lines[j].y < 2.0 * max(lines[j].size, 1.0) * 1.5:
+                    0 < lines[j - 1].y - lines[j].y < 2.0 * lines[j].size:  # a heading wrapped onto a next line
                 j += 1
             text = " ".join(line.text for line in lines[i:j])
             groups.append((i, j - i, size, text))
@@ -462,15 +465,15 @@ def _font_headings(pages: Sequence[Sequence[_Line]], layout: _Layout) -> list[li
         seen_on.update({re.sub(r"\d+", "", _squash(g[3])) for g in groups})
     sizes = sorted({g[2] for groups in found for g in groups if g[2] > 0}, reverse=True)
     # bold lines at body size are headings only in a file without larger ones and whose body is not bold
-    bold_body = bool(sizes) or any(line.bold for lines in pages for line in lines if round(line.size, 1) == body
-                                   and not line.mono and len(line.text) > 80)
+    no_bold = bool(sizes) or any(line.bold for lines in pages for line in lines if round(line.size, 1) == body
+                                 and not line.mono and len(line.text) > 80)
     rank = {s: i + 1 for i, s in enumerate(sizes)}
     rank[0.0] = len(sizes) + 1
     marks: list[list[_Mark]] = []
     for groups in found:
         page_marks = []
         for order, (i, n, size, text) in enumerate(groups):
-            if seen_on[re.sub(r"\d+", "", _squash(text))] > _PAGE_FURNITURE_PAGES or size == 0.0 and bold_body:
+            if seen_on[re.sub(r"\d+", "", _squash(text))] > _PAGE_FURNITURE_PAGES or size == 0.0 and no_bold:
                 continue
             page_marks.append(_Mark(i, min(rank[size], 6), text, n, order))
         marks.append(page_marks)
