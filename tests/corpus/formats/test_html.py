@@ -214,6 +214,29 @@ def test_generic_pages_prefer_main_then_article_then_body():
     assert load("<body><main></main><div><p>Real text</p></div></body>").text == "Real text"
 
 
+@pytest.mark.parametrize("page, container", [
+    # Read the Docs theme: the article body inside div.document[role=main], its footer buttons outside
+    ("<div class='wy-nav-side'><p>Side</p></div><div class='document' role='main'><div itemprop='articleBody'>"
+     "<h1>Doc</h1><p>Text</p></div><div class='rst-footer-buttons'>Next</div></div>", "[itemprop=articleBody]"),
+    # furo: article[role=main] beside its sidebar and TOC drawer
+    ("<div class='sidebar-drawer'><p>Side</p></div><article role='main' id='furo-main-content'><h1>Doc</h1>"
+     "<p>Text</p></article><div class='toc-drawer'><p>Next</p></div>", "[role=main]"),
+    # the MkDocs theme
+    ("<div class='col-md-3'><p>Side</p></div><div class='col-md-9' role='main'><h1>Doc</h1><p>Text</p></div>"
+     "<p>Next</p>", "[role=main]"),
+    # an older Sphinx theme: div.body without a role
+    ("<div class='document'><div class='body'><h1>Doc</h1><p>Text</p></div>"
+     "<div class='sphinxsidebar'><p>Side</p></div></div><p>Next</p>", "div.body"),
+    # only div.document: its sidebar is still never read
+    ("<div class='document'><h1>Doc</h1><div class='sphinxsidebar'><p>Side</p></div><p>Text</p></div><p>Next</p>",
+     "div.document"),
+])
+def test_doc_site_containers(page, container):
+    doc = load(f"<html><body>{page}</body></html>")
+    assert doc.metadata["content"] == container
+    assert doc.text == "# Doc\n\nText"
+
+
 def test_main_option_names_the_container():
     page = "<body><div class='content'><h1>Mine</h1><p>kept</p></div><main><p>not this</p></main></body>"
     doc = load(page, main="div.content")
@@ -225,6 +248,16 @@ def test_main_option_names_the_container():
     for bad in ("div:first-child", "div >", "a[href^=x]", "> p"):
         with pytest.raises(ConfigError, match="is not a selector ragtune reads"):
             LOADERS.build("html", options={"main": bad})
+
+
+def test_selector_xpath():
+    from ragtune.corpus.formats.html import selector_xpath
+
+    cls = "contains(concat(' ', normalize-space(@class), ' '), ' body ')"
+    assert selector_xpath("div.body") == f"//div[{cls}]"
+    assert selector_xpath("main > #content [data-x='a b'], ARTICLE") == \
+        "//main/*[@id='content']//*[@data-x='a b'] | //article"
+    assert selector_xpath('[title="it\'s"][hidden]') == '//*[@title="it\'s"][@hidden]'
 
 
 def test_tables_are_pipe_tables_kept_whole_by_the_chunker():
@@ -280,10 +313,11 @@ def test_lists_definition_lists_quotes_and_inline_flattening():
     <dl><dt>term</dt><dd>its definition</dd></dl>
     <blockquote><div><p>quoted text</p></div></blockquote>
     <p>a<span>b</span> <code>c</code><a href="#">d</a><img src="x.png" alt="pic">e</p>
-    <div>loose <b>div</b> text<div>inner block</div>tail text</div></body>""")
+    <div>loose <b>div</b> text<div>inner block</div>tail text</div>
+    <details class="note"><summary>Collapsed</summary><p>hidden until opened</p></details></body>""")
     assert doc.text == ("# L\n\n- first item same item\n- second\n  3. three\n  7. seven\n  8. eight\n\n"
                         "term\n\nits definition\n\nquoted text\n\nab cde\n\nloose div text\n\ninner block\n\n"
-                        "tail text")
+                        "tail text\n\nCollapsed: hidden until opened")
 
 
 def test_malformed_markup_loads_what_it_can():
@@ -335,7 +369,7 @@ def test_title_prefers_the_first_h1_then_the_title_tag_then_the_file_name():
 
 def test_deeply_nested_markup_loads_without_recursion_error():
     n = 100_000
-    page = "<html><body><h1>Deep</h1><p>before</p>" + "<div>" * n + "deep text" + "</div>" * n + "<p>after</p>"
+    page = "<html><body><h1>Deep</h1><p>before</p>" + "<div>" * n + "deep\ufffe text\f" + "</div>" * n + "<p>after</p>"
     doc = load(page)
     assert doc.text == "# Deep\n\nbefore\n\ndeep text\n\nafter"
     unclosed = "<body><h1>Deep</h1>" + "<div><span>x</span>" * (n // 5) + "<p>the end</p>"

@@ -71,7 +71,8 @@ _WS_RE = re.compile(r"[ \t\n\r\f]+")
 _HIDDEN_STYLE_RE = re.compile(r"display\s*:\s*none|visibility\s*:\s*hidden", re.I)
 _LANG_RE = re.compile(r"^(?:highlight|language|lang)-([\w+#.-]+)$")
 _NO_LANGUAGE = frozenset({"none", "default"})
-_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f]")  # C0 controls but \t \n \f \r, and DEL
+# C0 controls but \t \n \f \r, DEL, and the two non-characters XML (and lxml's tree builder) refuses
+_CONTROL_RE = re.compile("[\x00-\x08\x0b\x0e-\x1f\x7f\ufffe\uffff]")
 _META_CHARSET_RE = re.compile(rb"""<meta[^>]*?charset\s*=\s*["']?\s*([A-Za-z0-9_:.+-]+)""", re.I)
 _XML_ENCODING_RE = re.compile(rb"""^\s*<\?xml[^>]*?encoding\s*=\s*["']([A-Za-z0-9_.:+-]+)""", re.I)
 # labels a browser reads as windows-1252 (the WHATWG Encoding standard), and the UTF-16 a meta tag cannot mean
@@ -176,14 +177,16 @@ def _codec(label: bytes | str) -> str | None:
 
 def decode_html(data: bytes) -> str:
     """The page's text: its byte-order mark's encoding, else its declared one, else UTF-8; undecodable bytes
-    become U+FFFD and control characters are dropped (a browser shows neither)."""
-    for bom, codec in _BOMS:
-        if data.startswith(bom):
-            return _CONTROL_RE.sub("", data[len(bom):].decode(codec, "replace"))
-    head = data[:4096]
-    m = _XML_ENCODING_RE.match(head) or _META_CHARSET_RE.search(head)
-    codec = (_codec(m.group(1)) if m else None) or "utf-8"
-    return _CONTROL_RE.sub("", data.decode(codec, "replace"))
+    become U+FFFD and control characters are dropped (a browser shows neither), a form feed is a space."""
+    codec = next((c for bom, c in _BOMS if data.startswith(bom)), None)
+    if codec is not None:
+        text = data.decode(codec, "replace")[1:]
+    else:
+        head = data[:4096]
+        m = _XML_ENCODING_RE.match(head) or _META_CHARSET_RE.search(head)
+        text = data.decode((_codec(m.group(1)) if m else None) or "utf-8", "replace")
+    text = _CONTROL_RE.sub("", text)
+    return text.replace("\f", " ") if "\f" in text else text
 
 
 class _ShallowTree:
@@ -533,11 +536,12 @@ class _Walker:
             self.flush(hard=True)
             if self.lists:
                 self.lists.pop()
-        elif "admonition-title" in _classes(el) and self.has_text:
+        elif (tag == "summary" or "admonition-title" in _classes(el)) and self.has_text:
             if not "".join(self.buf).rstrip().endswith(":"):
                 self.buf.append(":")
             self.hold = True
-        elif tag == "span" and "label" in _classes(el) and _NOTE_CLASSES.intersection(_classes(el.getparent())):
+        elif tag == "span" and "label" in _classes(el) and el.getparent() is not None and \
+                _NOTE_CLASSES.intersection(_classes(el.getparent())):
             self.hold = True  # a footnote's "[1]" starts its paragraph
         elif tag in _BLOCK:
             self.flush(hard=tag in ("blockquote", "dl"))
