@@ -253,7 +253,7 @@ def test_main_option_names_the_container():
 def test_selector_xpath():
     from ragtune.corpus.formats.html import selector_xpath
 
-    cls = "contains(concat(' ', normalize-space(@class), ' '), ' body ')"
+    cls = "contains(@class, 'body') and contains(concat(' ', normalize-space(@class), ' '), ' body ')"
     assert selector_xpath("div.body") == f"//div[{cls}]"
     assert selector_xpath("main > #content [data-x='a b'], ARTICLE") == \
         "//main/*[@id='content']//*[@data-x='a b'] | //article"
