@@ -119,6 +119,7 @@ class DocumentBuilder:
     headings: list[_Heading] = field(default_factory=list)
     locations: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     _last_item: bool = False
+    _pending: dict[str, Any] | None = None
 
     # -- writing --------------------------------------------------------------------------------------------------
     def _write(self, block: str, *, item: bool = False) -> int:
@@ -129,6 +130,12 @@ class DocumentBuilder:
             self.length += len(sep)
         self._last_item = item
         start = self.length
+        if self._pending is not None:  # a location said before this block: it starts here
+            if self.locations and self.locations[-1][0] == start:
+                self.locations[-1] = (start, self._pending)
+            elif not self.locations or self.locations[-1][1] != self._pending:
+                self.locations.append((start, self._pending))
+            self._pending = None
         self.parts.append(block)
         self.length += len(block)
         return start
@@ -136,14 +143,7 @@ class DocumentBuilder:
     def locate(self, location: Mapping[str, Any]) -> None:
         """The text written from here on comes from ``location`` (``{"page": 3}``, ``{"line": 40}``,
         ``{"element_id": "install"}``); a location equal to the current one is not repeated."""
-        loc = {k: v for k, v in location.items() if v is not None}
-        at = self.length + (2 if self.parts else 0)
-        if self.locations and self.locations[-1][1] == loc:
-            return
-        if self.locations and self.locations[-1][0] >= at:
-            self.locations[-1] = (self.locations[-1][0], loc)
-        else:
-            self.locations.append((at, loc))
+        self._pending = {k: v for k, v in location.items() if v is not None}  # recorded where the next block starts
 
     def heading(self, level: int, title: str, *, id: str | None = None, aliases: Iterable[str] = ()) -> None:
         """A heading of ``level`` (1-6; deeper levels are written as 6 but keep their level as a section)."""
