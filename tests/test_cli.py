@@ -81,7 +81,7 @@ def test_chunk_options_are_validated(md_corpus, capsys):
     assert "size does not apply to chunker section (it applies to chunkers fixed, recursive" in capsys.readouterr().err
     # the default chunker names what it resolves to (issue 25 item 13: it said only "chunker auto")
     assert main(["eval", "--corpus", str(md_corpus), "--golden", g, "--size", "5"]) == 2
-    assert ("size does not apply to the default chunker, auto (section for markdown corpora, document otherwise)"
+    assert ("size does not apply to the default chunker, auto (for documents with headings: section under bm25"
             in capsys.readouterr().err)
 
 

@@ -11,6 +11,7 @@ from .._version import __version__
 from ..errors import RagtuneError
 from . import corpus, eval, export, index, reranker, search, serve, sweep
 from ._common import Parser
+from .options import corpus_input
 
 __all__ = ["build_parser", "main"]
 
@@ -27,10 +28,7 @@ def build_parser() -> Parser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        if getattr(args, "formats", None) or getattr(args, "loader_options", None):
-            from .options import corpus_input
-
-            args.corpus = corpus_input(args)  # loaded once here: every command takes a Corpus for a path
+        args.corpus = corpus_input(args)  # with --format/--loader-option, loaded here: commands take a Corpus too
         return int(args.func(args))
     except RagtuneError as e:
         print(f"error: {e}", file=sys.stderr)

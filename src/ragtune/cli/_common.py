@@ -11,34 +11,8 @@ from typing import Any
 
 from ..http import redact_urls
 from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
-from .options import (CORPUS_HELP, K, add_chunker_flags, add_corpus_flags, add_pipeline_flags,  # noqa: F401
-                       filters, finite_float, float_in, int_in, int_list, load_pipeline, pipeline_config, pipeline_flags)
-
-
-def add_output(p: argparse.ArgumentParser, what: str = "the result") -> None:
-    p.add_argument("--json", action="store_true", help=f"print {what} as JSON on standard output")
-    p.add_argument("--out", metavar="FILE", help=f"write {what} as JSON to FILE")
-
-
-def command(sub, name: str, func, help: str, *, output: str | None = None, inputs: str = "") -> argparse.ArgumentParser:
-    """A subcommand running ``func``; ``inputs`` names the usual input flags it takes (``corpus golden split``,
-    ``corpus`` required unless ``corpus?``), ``output`` what ``--json``/``--out`` carry."""
-    p = sub.add_parser(name, help=help)
-    for flag in inputs.split():
-        spec = INPUTS[flag.rstrip("?")]
-        if flag.rstrip("?") == "corpus":
-            add_corpus_flags(p, required=not flag.endswith("?"))
-            continue
-        p.add_argument(f"--{flag.rstrip('?')}", required=spec[0] and not flag.endswith("?"), help=spec[1])
-    if output:
-        add_output(p, output)
-    p.set_defaults(func=func)
-    return p
-
-
-INPUTS = {"corpus": (True, CORPUS_HELP),
-          "golden": (True, "golden set (.jsonl, .yaml) or a BEIR folder with --split"),
-          "split": (False, "BEIR qrels split (e.g. test)"), "store": (True, "the index store folder")}
+from .options import (K, add_chunker_flags, add_output, add_pipeline_flags, command, filters,  # noqa: F401
+                       finite_float, float_in, int_in, int_list, load_pipeline, pipeline_config, pipeline_flags)
 
 
 def emit(args: argparse.Namespace, data: Any, text: str | None) -> int:

@@ -17,7 +17,18 @@ from pathlib import Path
 
 from .base import DEFAULT_EMBEDDER
 
-__all__ = ["embedder_tokenizer", "window_overflow", "WindowOverflow"]
+__all__ = ["embedder_tokenizer", "embedder_window", "window_overflow", "WindowOverflow"]
+
+MINILM_WINDOW = 256  # all-MiniLM-L6-v2's max_seq_length, special tokens included
+
+
+def embedder_window(embedder: str) -> int | None:
+    """How many tokens ``embedder`` reads (special tokens included), when that is known without loading it: the
+    default MiniLM's 256. None for the others (their window is read from the model once it is loaded, and a chunk
+    longer than it is reported by :func:`window_overflow`)."""
+    from .spec import EmbedderSpec
+
+    return MINILM_WINDOW if EmbedderSpec.parse(embedder).kind == DEFAULT_EMBEDDER else None
 
 
 def embedder_tokenizer(embedder: str) -> str | None:
