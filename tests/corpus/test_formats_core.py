@@ -227,3 +227,11 @@ def test_an_anchor_may_leave_out_the_extension(tmp_path):
     with pytest.raises(rt.UnknownAnchorError, match=r"in 2 formats \(guide\.md, guide\.txt\); write the one meant"):
         both.resolve("guide#install")
     assert both.resolve("guide.md#install").section.id == "install"
+
+
+def test_a_file_past_the_size_limit_is_one_line_and_never_read(tmp_path, probe, capsys):
+    _write(tmp_path, {"big.probe": "Big\n" + "x" * 5000, "small.probe": "Small\ntext"})
+    corpus = load_corpus(tmp_path, max_file_bytes=1000)
+    assert [d.id for d in corpus] == ["small.probe"]
+    assert "big.probe: file of 5,004 bytes or more, larger than the 1,000 bytes allowed" in capsys.readouterr().err
+    assert _parses(tmp_path / "big.probe") == 0  # refused before any loader saw it

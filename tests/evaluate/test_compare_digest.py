@@ -19,7 +19,7 @@ N = 40
 def test_the_demo_grid_compares_with_the_default_pipeline():
     grid = load_grid(ROOT / "examples" / "demo-grid.toml").resolved("markdown")
     default = PipelineConfig().resolved("markdown")
-    assert grid.baseline.key == default.key  # section chunks, heading prefix, hybrid: what `ragtune eval` ran
+    assert grid.baseline.key == default.key  # auto (window-sized section pieces), prefix, hybrid: what `ragtune eval` ran
     assert default.key in {s.key for s in grid.all_specs}
     # the rest stays BM25, so the tour embeds nothing that eval did not already embed
     assert {s.retriever for s in grid.specs} == {"bm25"}

@@ -82,7 +82,7 @@ def test_json_shape(md_corpus, tmp_path):
     result.to_json(out)
     data = json.loads(out.read_text())
     assert set(data) >= {"config", "metrics", "by_tag", "questions", "counts", "latency_ms"}
-    assert data["config"]["chunker"]["name"] == "section"
+    assert data["config"]["chunker"]["name"] == "small_to_big"  # the default under hybrid: window-sized pieces
     assert data["config"]["corpus"]["fingerprint"] == corpus.fingerprint
     assert data["metrics"]["recall@5"] == 1.0
     q = data["questions"][0]
