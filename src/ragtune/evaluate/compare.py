@@ -101,6 +101,7 @@ class ReportRow:
     mde: float | None = None
     needed: int | None = None
     needed_target: int | None = None
+    upper: float | None = None  # the mean if every unjudged section retrieved were relevant (None: not known)
 
     @property
     def is_baseline(self) -> bool:
@@ -201,6 +202,11 @@ class Report:
                 head = f"best {best.system} {best.mean:.4f} vs baseline {base.mean:.4f}"
             lines.append(f"{m}: {head} ({best.delta:+.4f}, {adj} {format_p(best.p_adjusted)}: {verdict}); "
                          f"{above} of {len(rows)} above the baseline, {below} below")
+            behind, ahead = (base, best) if sign * (best.delta or 0.0) > 0 else (best, base)
+            if better and behind.upper is not None and behind.mean < ahead.mean <= behind.upper:
+                lines.append(f"  unjudged: the difference lies inside the unjudged interval: {behind.system}'s "
+                             f"unjudged hits could lift it from {behind.mean:.4f} to {behind.upper:.4f}, past "
+                             f"{ahead.system}'s {ahead.mean:.4f}; judge the pool (`ragtune pool`) before trusting it")
             if best.mde is not None:
                 tell = (f"  to tell: with {best.n} questions the smallest difference detectable here is about "
                         f"±{best.mde:.4f} (power {self.power:g}, alpha {self.mde_alpha:.3g})")
@@ -394,6 +400,15 @@ def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
     return x
 
 
+def _upper_mean(run: Run, metric: str, ids: list[str]) -> float | None:
+    """The run's mean of ``metric``'s upper bound (``recall_upper@5`` for ``recall@5``), when its questions carry it."""
+    name, _, k = metric.partition("@")
+    try:
+        return float(_values(run, f"{name}_upper" + (f"@{k}" if k else ""), ids).mean())
+    except (ConfigError, KeyError):
+        return None
+
+
 def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
             baseline: Annotated[str | int | None, Opt("the baseline's name (a file stem or a sweep label; 'baseline' "
                                                       "for a sweep's); default the first run")] = None,
@@ -491,7 +506,8 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
         k = metric_k(metric, base.ks)
         x = _values(base, metric, ids)
         lo, hi = bootstrap_ci(x, n=samples, seed=seed, confidence=confidence)
-        rows.append(dict(system=base.name, metric=metric, n=n, mean=float(x.mean()), ci_low=lo, ci_high=hi))
+        rows.append(dict(system=base.name, metric=metric, n=n, mean=float(x.mean()), ci_low=lo, ci_high=hi,
+                         upper=_upper_mean(base, metric, ids)))
         for run in ordered[1:]:
             y = _values(run, metric, ids)
             d = y - x
@@ -514,6 +530,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
                 mde=detectable_effect(sd, n, alpha=mde_alpha, power=power) if changed else None,
                 needed=questions_needed(sd, delta, alpha=mde_alpha, power=power),
                 needed_target=questions_needed(sd, target_effect, alpha=mde_alpha, power=power) if bounded else None,
+                upper=_upper_mean(run, metric, ids),
             ))
     compared = [r for r in rows if "p_value" in r]
     for r, p in zip(compared, correct([r["p_value"] for r in compared], correction)):

@@ -42,11 +42,12 @@ def _columns(sweep: SweepResult) -> list[str]:
 
 def _report_data(sweep: SweepResult) -> dict[str, Any]:
     ranked = sweep.ranked()
+    unsettled = sweep.unsettled()  # marked "~": the rank could change once the unjudged hits are judged
     detail_keys = {r["key"] for r in ranked[:DETAIL_CONFIGS]} | {sweep.baseline_key}
     configs = []
     for r in ranked:
         res = r["result"]
-        entry = {"key": r["key"], "label": r["label"], "spec": {**r["spec"], **{k: v for k, v in (r.get("chunker_config") or {}).items() if k in ("size", "overlap")}},
+        entry = {"key": r["key"], "label": r["label"], "unsettled": r["key"] in unsettled, "spec": {**r["spec"], **{k: v for k, v in (r.get("chunker_config") or {}).items() if k in ("size", "overlap")}},
                  "metrics": res["metrics"], "ci": r.get("ci") or {},
                  "stats": r["stats"], "vs": r.get("vs_baseline")}
         if r["key"] in detail_keys:
@@ -60,7 +61,7 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     return {"metric": sweep.metric, "ks": list(sweep.grid.ks), "baseline": sweep.baseline_key, "test": sweep.grid.test,
             "seed": sweep.grid.seed, "samples": sweep.grid.samples, "tie": sweep.tie_metric,
             "ranking": sweep.ranking_rule, "confidence": CONFIDENCE, "power_note": sweep.power_note(),
-            "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
+            "judged_note": sweep.judged_note(), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
             "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
                                                           "description")} for r in metric_table()},
             "configs": configs}
@@ -161,12 +162,13 @@ document.getElementById('kpi').innerHTML = `<div>best ${esc(M)}<b>${fmt(val(best
   `<div>baseline<b>${fmt(val(base))}<small>${ciText(ciOf(base))}</small></b>${esc(base.label)}</div>` +
   `<div>significantly better<b>${sigBetter.length}</b>p&lt;0.05 after Holm</div>`;
 if (D.power_note) document.getElementById('power').innerHTML = `<p class="note" id="power-note">${esc(D.power_note)}</p>`;
+if (D.judged_note) document.getElementById('power').insertAdjacentHTML('beforeend', `<p class="note" id="judged-note">${esc(D.judged_note)}</p>`);
 
 // ranked table
 document.getElementById('rule').innerHTML = `# ${esc(D.ranking)}. Small grey figures: ${pct} bootstrap intervals. Δ and p compare with the baseline on ${esc(M)} (paired ${esc(D.test)} test, Holm-corrected); W/T/L = questions won, tied, lost. Latency: end to end per question, query embedding included` +
   (lat0.questions ? `, median of ${lat0.repeats} timings of ${lat0.questions} questions; hover for stages` : '') + '. Click a column to sort.';
 const metricCol = m => [info(m).label, c => val(c, m), '', m];
-const cols = [['#', c => C.indexOf(c) + 1], ['configuration', c => c.label, 'l'],
+const cols = [['#', c => C.indexOf(c) + 1], ['configuration', c => c.label + (c.unsettled ? ' ~' : ''), 'l'],
   ...D.columns.map(metricCol), ['chunks', c => c.stats.chunks],
   ['ms p50 / p95', c => lat(c)], ['Δ', c => c.vs ? c.vs.delta : null], ['p', c => c.vs ? c.vs.p_holm : null],
   ['W/T/L', c => c.vs ? c.vs.wins - c.vs.losses : null]];

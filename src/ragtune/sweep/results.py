@@ -128,6 +128,43 @@ class SweepResult:
                     f"difference, {vs['delta']:+.3f} ({r['label']}), would take about {vs['needed']} questions.")
         return f"{head} Every configuration scores like the baseline on every question: more questions cannot separate them."
 
+    def upper_metric(self) -> str | None:
+        """The sweep metric's upper bound, if every unjudged section retrieved were relevant (``recall_upper@5`` for
+        ``recall@5``), when the metric table has one; the metric itself is the lower bound."""
+        name, _, k = self.metric.partition("@")
+        upper = f"{name}_upper" + (f"@{k}" if k else "")
+        return upper if self.records and not math.isnan(self.value(self.records[0], upper)) else None
+
+    def unsettled(self) -> set[str]:
+        """Keys of configurations whose rank could change once the unjudged sections they retrieved are judged:
+        one ranked below another whose figure its upper bound passes, or one ranked above another whose upper
+        bound passes its own figure (bounds as in :meth:`upper_metric`). Empty when the metric has no bound or
+        every hit was judged."""
+        upper = self.upper_metric()
+        if upper is None or _lower_better(self.metric):
+            return set()
+        rows = [(r["key"], self.value(r), self.value(r, upper)) for r in self.records]
+        out = set()
+        for key, v, u in rows:
+            for other, v2, u2 in rows:
+                if other != key and ((v2 >= v and u > v2) or (v2 <= v and u2 > v)):
+                    out.add(key)
+                    break
+        return out
+
+    def judged_note(self) -> str | None:
+        """One line on how much of the top 10 was judged, and which configurations the holes could reorder."""
+        judged = [self.value(r, "judged@10") for r in self.records]
+        if not judged or any(math.isnan(j) for j in judged):
+            return None
+        moved = self.unsettled()
+        head = f"judged@10 {min(judged):.2f} to {max(judged):.2f} across configurations"
+        if not moved:
+            return head + (": every top-10 hit has a judgment" if min(judged) >= 1.0 else
+                           f"; the unjudged hits cannot reorder the ranking by {self.metric}")
+        return (f"{head}; ~ marks the {len(moved)} configuration(s) whose rank by {self.metric} could change once "
+                f"the unjudged sections they retrieved are judged (`ragtune pool` lists them)")
+
     @property
     def baseline(self) -> dict:
         return next(r for r in self.records if r["key"] == self.baseline_key)
@@ -144,6 +181,8 @@ class SweepResult:
             "ranking": self.ranking_rule,
             "confidence": CONFIDENCE,
             "power_note": self.power_note(),
+            "judged_note": self.judged_note(),
+            "rank_could_change": sorted(self.unsettled()),
             "grid": dict(self.grid.raw),
             "configs": [_public(r) for r in self.ranked()],
         }
@@ -164,6 +203,7 @@ class SweepResult:
         head = left + "".join(f"{c:>{w}}" for c in cols) + f"{'p50 ms':>8}{'p95 ms':>8}  vs baseline ({self.metric})"
         lines = [f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval", head]
         units: set[str] = set()
+        moved = self.unsettled()
         for n, r in enumerate(self.ranked()[:limit], start=1):
             spec = r["spec"]
             retr = spec["retriever"] + (f"+{spec['rerank']}@{spec['candidates']}" if spec.get("rerank") else "")
@@ -182,7 +222,7 @@ class SweepResult:
             units.update([unit] if unit and "size" in full else [])
             overlap = full.get("overlap", "-")
             values = "".join(f"{self.value(r, c):>{w}.3f}" for c in cols)
-            lines.append(f"{n:>3} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
+            lines.append(f"{n:>2}{'~' if r['key'] in moved else ' '} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
                          f"{retr:<18}{values}{_ms(self.latency(r)):>8}{_ms(self.latency(r, 'p95')):>8}  {cmp}")
             cis = "".join(f"{ci_text(self.ci(r, c), c):>{w}}" for c in cols)
             if cis.strip() or cmp_ci:
@@ -195,9 +235,9 @@ class SweepResult:
         if lat:
             lines.append(f"latency: end to end per question, query embedding included; median of {lat['repeats']} "
                          f"timings of {lat['questions']} questions, then p50/p95 across them (stages in results.json)")
-        note = self.power_note()
-        if note:
-            lines.append(note)
+        for note in (self.judged_note(), self.power_note()):
+            if note:
+                lines.append(note)
         return "\n".join(lines)
 
 
