@@ -146,7 +146,8 @@ def pool_runs(
                                                                  "folders", flag="SOURCES")],
     golden: Annotated[GoldenSet | str | os.PathLike[str], Opt("golden set (.jsonl, .yaml) or a BEIR folder with "
                                                                   "--split")],
-    corpus: Annotated[Corpus | str | os.PathLike[str], Opt("markdown/text folder, BEIR folder or corpus.jsonl")],
+    corpus: Annotated[Corpus | str | os.PathLike[str], Opt("a folder of documents (any format ragtune reads), a "
+                                                           "BEIR folder or corpus.jsonl")],
     *,
     split: Annotated[str | None, Opt("BEIR qrels split (e.g. test)")] = None,
     depth: Annotated[int, Opt("the top K of every run that is pooled", lo=1, metavar="K")] = 10,
