@@ -198,6 +198,7 @@ class Ranking:
                     "score": h.score,
                     "start": h.chunk.start,
                     "end": h.chunk.end,
+                    **({"location": dict(h.chunk.metadata["location"])} if "location" in h.chunk.metadata else {}),
                 }
                 for h in self.hits
             ],

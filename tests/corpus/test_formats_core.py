@@ -186,8 +186,10 @@ def test_formats_override_the_suffix_table(tmp_path, probe):
 def test_citations_and_search_carry_the_location(tmp_path, probe):
     _write(tmp_path, {"a.probe": "Refunds\nMoney back within thirty days.", "b.probe": "Shipping\nParcels ship."})
     pipe = rt.build_pipeline(load_corpus(tmp_path), rt.PipelineConfig.from_flags({"retriever": "bm25"}))
-    hit = pipe.retriever.search("money back", k=1).hits[0]
+    ranking = pipe.retriever.search("money back", k=1)
+    hit = ranking.hits[0]
     assert hit.chunk.doc_id == "a.probe" and hit.chunk.metadata["location"] == {"line": 1}
+    assert ranking.to_dict()["hits"][0]["location"] == {"line": 1}  # what search --json prints
     from ragtune.answer.base import Citation
 
     c = Citation(1, True, hit.chunk.id, "a.probe", hit.chunk.anchor, 0, 5, hit.chunk.metadata["location"])

@@ -694,6 +694,8 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         return {"version": version, "query": req.query, "timings_ms": {k: v * 1000 for k, v in ranking.timings.items()},
                 "hits": [{"rank": i, "anchor": h.chunk.anchor, "doc_id": h.chunk.doc_id, "chunk_id": h.chunk.id,
                           "score": h.score, "start": h.chunk.start, "end": h.chunk.end,
+                          **({"location": dict(h.chunk.metadata["location"])} if "location" in h.chunk.metadata
+                             else {}),
                           "snippet": h.chunk.text[:400]} for i, h in enumerate(ranking.hits, start=1)]}
 
     @app.post("/answer", dependencies=[Depends(check_key)], responses=answer_errors)
