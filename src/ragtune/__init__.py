@@ -67,6 +67,9 @@ _LAZY = {
     **dict.fromkeys(("evaluate_answers",), "ragtune.answer.evaluate"),
     **dict.fromkeys(("bootstrap_ci", "correct", "detectable_effect", "paired_test"), "ragtune.evaluate.significance"),
     **dict.fromkeys(("regression_gate", "write_baseline"), "ragtune.evaluate.gate"),
+    **dict.fromkeys(("Agreement", "cohen_kappa", "golden_agreement", "kendall_tau", "label_agreement"),
+                    "ragtune.evaluate.agreement"),
+    **dict.fromkeys(("judge_pool",), "ragtune.evaluate.llm_labels"),
     **dict.fromkeys(("create_app",), "ragtune.serve.app"),
     **dict.fromkeys(("TelemetryLog", "parse_since"), "ragtune.serve.telemetry"),
     **dict.fromkeys(("cluster_gaps",), "ragtune.serve.gaps"),
@@ -91,7 +94,7 @@ def __dir__() -> list[str]:
 
 # every public name, eager and lazy (tests/test_api_docs.py checks each is documented)
 __all__ = [
-    "APIError", "Answer", "BM25Config", "BM25Retriever", "CHUNKERS", "CachedEmbedder", "Chunk", "Citation",
+    "APIError", "Agreement", "Answer", "BM25Config", "BM25Retriever", "CHUNKERS", "CachedEmbedder", "Chunk", "Citation",
     "ConfidenceGate", "ConfigError", "Corpus", "CorpusError", "CorpusNotFoundError", "CurrentMovedError",
     "DEFAULT_EMBEDDER", "DamagedStoreError", "DenseRetriever", "Document", "DocumentChunker", "DocumentChunkerConfig",
     "EMBEDDERS", "EmbeddingCache", "EmptyIndexError", "EngineError", "EvalResult", "Executor", "FixedChunker",
@@ -105,9 +108,9 @@ __all__ = [
     "SweepResult", "SweepStateError", "TelemetryBusyError", "TelemetryError", "TelemetryLog", "UnknownAnchorError",
     "VersionInfo", "__version__", "answer_question", "bootstrap_ci", "build_pipeline", "build_prompt",
     "build_reranker", "build_retriever", "build_version", "calibrate_threshold", "candidate_verdict", "check_golden",
-    "chunk_corpus", "cluster_gaps", "compare", "compare_candidates", "correct", "create_app", "default_chunker",
+    "chunk_corpus", "cluster_gaps", "cohen_kappa", "compare", "compare_candidates", "correct", "create_app", "default_chunker",
     "detectable_effect", "evaluate", "evaluate_answers", "evaluate_retriever", "get_embedder", "get_tokenizer",
-    "load_corpus", "load_golden", "load_grid", "load_pipeline", "load_run", "load_runs", "make_chunker",
+    "golden_agreement", "judge_pool", "kendall_tau", "label_agreement", "load_corpus", "load_golden", "load_grid", "load_pipeline", "load_run", "load_runs", "make_chunker",
     "make_generator", "make_judge", "migrate", "open_pipeline", "paired_test", "parse_answer", "parse_grid",
     "parse_since", "ray_embedders", "refresh_version", "register_metric", "regression_gate", "rrf", "run_config",
     "run_eval", "run_grid", "run_sweep", "summarize", "top_score", "unregister_metric", "write_baseline",

@@ -36,12 +36,13 @@ import os
 from collections import Counter
 from datetime import date, datetime
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import yaml
 
+from .config import Opt
 from .corpus.corpus import Corpus
 from .corpus.loaders import is_beir_folder, iter_jsonl, read_text_file
 from .safe_yaml import safe_yaml_load
@@ -52,6 +53,7 @@ __all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport
 
 _FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
 _JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool")
+LABELS = ("human", "all")  # which labels scoring uses: a person's only (LLM-only labels dropped), or every one
 STATUSES = ("draft",)  # an accepted item has no status
 
 
@@ -99,6 +101,24 @@ class GoldenItem:
     def not_relevant(self) -> tuple[str, ...]:
         """Anchors judged and found not relevant (grade 0 in ``judged``, not in ``relevant``)."""
         return tuple(a for a, g in self.judged.items() if g == 0 and a not in self.relevant)
+
+    @property
+    def llm_only(self) -> tuple[str, ...]:
+        """Labelled anchors whose every judgment is an LLM's (``by: llm:<model>``); an anchor without judgment
+        records is a person's label."""
+        by: dict[str, list[bool]] = {}
+        for j in self.judgments:
+            by.setdefault(j.anchor, []).append(j.by_llm)
+        return tuple(a for a in {**self.judged, **self.relevant} if by.get(a) and all(by[a]))
+
+    def human_labels(self) -> "GoldenItem":
+        """This item without its LLM-only labels (:attr:`llm_only`) and their judgment records."""
+        drop = set(self.llm_only)
+        if not drop:
+            return self
+        return replace(self, relevant={a: g for a, g in self.relevant.items() if a not in drop},
+                       judged={a: g for a, g in self.judged.items() if a not in drop},
+                       judgments=tuple(j for j in self.judgments if j.anchor not in drop))
 
     @property
     def judged_anchors(self) -> dict[str, float]:
@@ -149,13 +169,18 @@ class GoldenSet:
 
     Ids need not be unique here: :func:`load_golden` refuses duplicates (and
     blank questions) unless asked not to, and :func:`check_golden` lists them.
-    ``locations`` holds, per item, where it was read (``file:line``).
+    ``locations`` holds, per item, where it was read (``file:line``). ``labels`` names the labels it holds:
+    ``human`` (LLM-only labels dropped, :meth:`human`) or ``all``; unset, ``all`` when an item has an LLM-only
+    label and ``human`` otherwise. Scoring writes it into every result (``config.labels``).
     """
 
     def __init__(self, items: Iterable[GoldenItem], *, source: str | None = None,
-                 locations: Iterable[str] | None = None):
+                 locations: Iterable[str] | None = None, labels: str | None = None):
         self.items = tuple(items)
         self.source = source
+        if labels not in (None, *LABELS):
+            raise GoldenSetError(f"labels must be one of {', '.join(LABELS)}, got {labels!r}")
+        self.labels = labels or ("all" if any(i.llm_only for i in self.items) else "human")
         self.locations = tuple(locations) if locations is not None else tuple(
             f"{source or 'golden set'} item {i}" for i in range(1, len(self.items) + 1))
         if len(self.locations) != len(self.items):
@@ -180,6 +205,11 @@ class GoldenSet:
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def human(self) -> "GoldenSet":
+        """The set without labels whose only provenance is an LLM's judgment (``labels="human"``)."""
+        return GoldenSet([i.human_labels() for i in self.items], source=self.source, locations=self.locations,
+                         labels="human")
 
     def __iter__(self) -> Iterator[GoldenItem]:
         return iter(self.items)
@@ -414,7 +444,10 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
     return GoldenSet(items, source=f"{base} ({split})", locations=[f"{qpath}:{lines[i.id]}" for i in items])
 
 
-def load_golden(path: str | os.PathLike[str], *, split: str | None = None, strict: bool = True) -> GoldenSet:
+def load_golden(path: str | os.PathLike[str], *, split: str | None = None, strict: bool = True,
+                labels: Annotated[Literal["human", "all"], Opt(
+                    "labels scored: human drops every label only an LLM gave (`golden judge`), all keeps them")]
+                = "human") -> GoldenSet:
     """Load a golden set from JSONL, YAML, or a BEIR folder with ``split``.
 
     With ``strict`` (the default, for scoring) a duplicate question id or a
@@ -425,7 +458,13 @@ def load_golden(path: str | os.PathLike[str], *, split: str | None = None, stric
 
     Drafts (``"status": "draft"``) are never scored: with ``strict`` a golden
     set holding any raises :class:`GoldenSetError` saying how to accept them.
+
+    ``labels="human"`` (the default) drops every label whose judgments are all an LLM's (``by: llm:<model>``,
+    :attr:`GoldenItem.llm_only`), so LLM labels change no score unless asked; ``"all"`` keeps them. An anchor
+    with no judgment records is a person's label: a file without LLM labels loads the same either way.
     """
+    if labels not in LABELS:
+        raise GoldenSetError(f"labels must be one of {', '.join(LABELS)} (human: a person's labels only), got {labels!r}")
     golden = _load_golden(path, split)
     if strict and golden.drafts:
         n, first = len(golden.drafts), golden.locations[golden.items.index(golden.drafts[0])]
@@ -438,7 +477,8 @@ def load_golden(path: str | os.PathLike[str], *, split: str | None = None, stric
             more = f" (and {len(problems) - 1} more problem(s); `ragtune golden check` lists them all)" \
                 if len(problems) > 1 else ""
             raise GoldenSetError(problems[0][2] + more)
-    return golden
+    return golden.human() if labels == "human" else GoldenSet(golden.items, source=golden.source,
+                                                               locations=golden.locations, labels="all")
 
 
 def _load_golden(path: str | os.PathLike[str], split: str | None) -> GoldenSet:

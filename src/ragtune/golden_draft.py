@@ -323,13 +323,13 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     from .golden import load_golden
 
     src = Path(path)
-    golden = load_golden(src, strict=False)
+    golden = load_golden(src, strict=False, labels="all")
     outp = Path(out)
     if outp.resolve() == src.resolve():
         raise ConfigError(f"--out {out} is the draft file itself; write the accepted questions to another file")
     taken = set()
     if outp.exists():
-        taken = {i.id for i in load_golden(outp, strict=False)}
+        taken = {i.id for i in load_golden(outp, strict=False, labels="all")}
     accepted: list[dict[str, Any]] = []
     left: list[dict[str, Any]] = []
     counts = {"accepted": 0, "edited": 0, "rejected": 0, "left": 0, "passed": 0}

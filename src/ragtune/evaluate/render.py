@@ -55,7 +55,8 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
             lines.append(judged_line(m, ks[-1]))
     lines.append(
         f"questions {len(result.questions)}: {result.n_answerable} answerable, "
-        f"{result.n_unanswerable} unanswerable (excluded from retrieval means)"
+        f"{result.n_unanswerable} unanswerable (excluded from retrieval means); labels "
+        + str(result.config.get("labels", "human"))
     )
     lat = result.latency_ms
     if lat:
