@@ -30,7 +30,6 @@ KNOWN_GAPS = {
                 "--rerank-max-chars", "--rerank-max-length", "--rerank-max-retries", "--rerank-mode",
                 "--rerank-precision", "--rerank-price-in", "--rerank-price-out", "--rerank-threads",
                 "--rerank-timeout", "--engine", "--milvus-uri", "--version"},
-    "golden-check.md": {"--out"},
     "index-store.md": {"--out", "--ray", "--ray-cpus"},
     "search.md": {"--k", "--out"},
     "sweep.md": {"--ray", "--ray-cpus"},

@@ -27,7 +27,7 @@ def test_older_files_load_exactly_as_before(tmp_path):
 
 def test_judged_not_relevant_and_provenance_round_trip(tmp_path):
     g = load_golden(write_jsonl(tmp_path / "g.jsonl", [NEW, {"id": "q2", "q": "x", "relevant": [],
-                                                              "judged": ["faq.md"]}]))
+                                                              "judged": ["faq.md"]}]), labels="all")
     item = g.items[0]
     assert item.not_relevant == ("guide/billing.md#invoices",)
     assert item.judged_anchors == {"guide/billing.md#invoices": 0.0, "guide/billing.md#refunds": 2.0}
@@ -88,7 +88,7 @@ def test_check_lists_unknown_judged_anchors_and_conflicts(md_corpus, tmp_path):
 
 
 def test_check_summary_counts_judgments(md_corpus, tmp_path):
-    report = check_golden(load_golden(write_jsonl(tmp_path / "g.jsonl", [NEW])), load_corpus(md_corpus))
+    report = check_golden(load_golden(write_jsonl(tmp_path / "g.jsonl", [NEW]), labels="all"), load_corpus(md_corpus))
     assert report.ok, report.problems
     assert report.summary["judged_not_relevant"] == 1 and report.summary["judgments"] == 2
     assert report.summary["relevant_anchors"] == 1

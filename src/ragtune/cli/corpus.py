@@ -6,7 +6,7 @@ import json
 import time
 
 from ..corpus import load_corpus
-from ..evaluate.pool import pool_runs
+from ..evaluate import agreement, llm_labels, pool
 from ..golden import check_golden, load_golden
 from ..golden_draft import draft_golden_set, review_drafts
 from .options import add_flags, call, kwargs
@@ -16,7 +16,7 @@ from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, 
 
 def cmd_golden_check(args) -> int:
     corpus = load_corpus(args.corpus)
-    report = check_golden(load_golden(args.golden, split=args.split, strict=False), corpus)
+    report = check_golden(load_golden(args.golden, split=args.split, strict=False, labels="all"), corpus)
     return emit(args, report.to_dict(), render_golden_report(report, args.golden)) or int(not report.ok)
 
 
@@ -65,10 +65,13 @@ def add(sub) -> None:
             inputs="corpus golden split")
     add_flags(command(golden, "draft", cmd_golden_draft, "propose draft questions per section with an LLM (review "
                       "them next)", inputs="corpus"), draft_golden_set)
+    add_flags(command(golden, "judge", call(llm_labels.judge_pool), "grade a pool's holes with an LLM"), llm_labels.judge_pool)
+    add_flags(command(golden, "agreement", call(agreement.golden_agreement), "kappa between two label sets",
+                      output="the agreement"), agreement.golden_agreement)
     p = command(golden, "review", cmd_golden_review, "accept, edit or reject draft questions in the terminal")
     p.add_argument("drafts", help="the draft file (`ragtune golden draft --out`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where accepted questions go (appended)")
-    add_flags(command(sub, "pool", call(pool_runs), "pool the top k of runs: the sections nobody judged"), pool_runs)
+    add_flags(command(sub, "pool", call(pool.pool_runs), "pool the top k of runs: the sections nobody judged"), pool.pool_runs)
     corpus = sub.add_parser("corpus", help="look at a corpus as ragtune loads it").add_subparsers(
         dest="corpus_command", required=True)
     p = command(corpus, "show", cmd_corpus_show, "print a document's extracted text and its sections (to debug "

@@ -20,7 +20,7 @@ def cmd_eval(args) -> int:
     check_gate(args.baseline, args.update_baseline, args.metric)
     if args.endpoint or args.run:
         return cmd_eval_external(args)
-    golden, flt = load_golden(args.golden, split=args.split), filters(args)
+    golden, flt = load_golden(args.golden, split=args.split, labels=args.labels), filters(args)
     pipeline = load_pipeline(args)
     if args.dry_run and args.rerank and RERANKERS.get(args.rerank).calls_llm:  # its cost estimate; nothing is sent
         from ..retrieve.llm_rerank import estimate_llm_rerank
@@ -68,7 +68,7 @@ def cmd_eval_external(args) -> int:
     pipeline = [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
                 if getattr(args, n, None)]
     result, summary = evaluate_outside(args.golden, split=args.split, corpus=args.corpus, ks=args.k, depth=args.depth,
-                                       filters=args.filter, pipeline=pipeline, **kwargs(evaluate_outside, args))
+                                       filters=args.filter, pipeline=pipeline, **kwargs(evaluate_outside, args, labels=args.labels))
     return _emit_gated(args, json_finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
 
 
@@ -86,6 +86,7 @@ def add(sub) -> None:
     p = command(sub, "eval", cmd_eval, "evaluate retrieval on a golden set", inputs="golden split",
                 output="every metric and per-question detail")
     add_pipeline_flags(p)
+    add_flags(p, load_golden, defaults={"labels": "human"})
     p.add_argument("-k", "--k", type=int_list, default=[5, 10, 20], help="cutoffs, comma-separated (default 5,10,20)")
     p.add_argument("--depth", type=int_in(1, 10_000), default=100, help="chunks retrieved per question (default 100)")
     p.add_argument("--k-unit", choices=("chunk", "doc"), default=None, dest="k_unit",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import types
 import typing
@@ -22,6 +23,7 @@ from ..config import NONE_FLAG, Opt, parse_list, parse_number
 from ..embed import DEFAULT_EMBEDDER
 from ..engines import ENGINES
 from ..errors import ConfigError
+from ..io import write_json
 
 __all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
@@ -187,8 +189,14 @@ def kwargs(target: Callable[..., Any], args: argparse.Namespace, **override: Any
 
 def call(target: Callable[..., Any]) -> Callable[[argparse.Namespace], int]:
     """A command handler derived from ``target``: called with its flags (:func:`kwargs`), its result printed
-    (``str(result)``, the result's own summary); exit status 0."""
-    return lambda args: print(target(**kwargs(target, args))) or 0
+    (``str(result)``, the result's own summary); exit status 0. On a command made with ``output=`` (:func:`command`),
+    ``--json`` prints the result's ``to_dict()`` instead and ``--out FILE`` writes it."""
+    def run(args: argparse.Namespace) -> int:
+        result = target(**kwargs(target, args))
+        if getattr(args, "out", None) and "out" not in inspect.signature(target).parameters:
+            write_json(args.out, result.to_dict())
+        return print(json.dumps(result.to_dict(), indent=2, default=str) if getattr(args, "json", False) else result) or 0
+    return run
 
 
 def _default(target: Callable[..., Any], name: str) -> Any:

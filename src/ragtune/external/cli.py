@@ -27,7 +27,7 @@ def parse_headers(specs: list[str]) -> dict[str, str]:
 
 def evaluate_outside(
     golden: str, *, split: str | None = None, corpus: str | None = None, ks: Sequence[int] = (5, 10, 20),
-    depth: int = 100, filters: Sequence[str] = (), pipeline: Sequence[str] = (),
+    depth: int = 100, filters: Sequence[str] = (), pipeline: Sequence[str] = (), labels: str = "human",
     endpoint: Annotated[str | None, Opt("evaluate a search service over HTTP instead of a ragtune pipeline",
                                         metavar="URL")] = None,
     run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL",
@@ -60,7 +60,8 @@ def evaluate_outside(
 ) -> tuple[EvalResult, str]:
     """The evaluation of an outside retriever, ``endpoint`` (a search service) or ``run`` (a run file), on
     ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), and a summary of how hits matched.
-    ``pipeline`` names ragtune pipeline options that were also given: refused, since the retriever is outside."""
+    ``pipeline`` names ragtune pipeline options that were also given: refused, since the retriever is outside.
+    ``labels`` as for :func:`ragtune.load_golden`: ``human`` leaves LLM-only labels out, ``all`` scores them."""
     from ..corpus import load_corpus
     from .files import evaluate_run_file, load_golden_or_qrels
     from .http import evaluate_endpoint
@@ -71,7 +72,7 @@ def evaluate_outside(
     if bool(endpoint) == bool(run):
         raise ConfigError("pass --endpoint or --run, not both" if endpoint else "pass --endpoint URL or --run FILE")
     docs = load_corpus(corpus) if corpus else None
-    gold = load_golden_or_qrels(golden, split=split)
+    gold = load_golden_or_qrels(golden, split=split, labels=labels)
     if filters and run:
         raise ConfigError("--filter cannot apply to a run file; filter when you make the run")
     flt = (filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)) if filters else None

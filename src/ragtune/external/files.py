@@ -89,7 +89,8 @@ def read_qrels(path: str | os.PathLike[str]) -> GoldenSet:
     return GoldenSet([GoldenItem(q, "", grades) for q, grades in rel.items()], source=str(p))
 
 
-def load_golden_or_qrels(path: str | os.PathLike[str], *, split: str | None = None) -> GoldenSet:
+def load_golden_or_qrels(path: str | os.PathLike[str], *, split: str | None = None,
+                         labels: str = "human") -> GoldenSet:
     """:func:`ragtune.load_golden`, plus TREC qrels (a ``.qrels`` file, or any file of 4-column lines)."""
     from ..golden import load_golden
 
@@ -97,7 +98,7 @@ def load_golden_or_qrels(path: str | os.PathLike[str], *, split: str | None = No
     if p.is_file() and (p.suffix.lower() in (".qrels", ".txt", ".tsv") or
                         (p.suffix.lower() not in (".jsonl", ".json", ".yaml", ".yml") and not _is_json(p))):
         return read_qrels(p)
-    return load_golden(p, split=split)
+    return load_golden(p, split=split, labels=labels)  # type: ignore[arg-type]
 
 
 def gate_inputs(baseline: str | os.PathLike[str] | None, golden: str | os.PathLike[str], *, split: str | None = None,
