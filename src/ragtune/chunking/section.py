@@ -1,10 +1,10 @@
 """One chunk per section: from a heading to the next heading of any level.
 
-With ``max_tokens`` (set to the embedder's window when the retriever embeds and the window is known: 256 for the
-default MiniLM), a section whose chunk, prefix and the model's two special tokens included, would be longer is cut
-at block boundaries (paragraphs, list items; code blocks and tables stay whole unless one alone is too long) into
-pieces that each fit, every piece keeping the section's heading path and prefix. So the embedder reads every
-chunk whole, and the default does not warn about itself.
+With ``max_tokens`` (an embedder's window: 256 for the default MiniLM), a section whose chunk, prefix and the
+model's two special tokens included, would be longer is cut at block boundaries (paragraphs, list items; code
+blocks and tables stay whole unless one alone is too long) into pieces that each fit, every piece keeping the
+section's heading path and prefix, so the embedder reads every chunk whole. The default pipeline searches such
+pieces and returns their whole sections (``small_to_big`` with ``parent="section"``, which cuts them here).
 """
 
 from __future__ import annotations
@@ -30,8 +30,7 @@ SLACK = 8
 class SectionChunkerConfig(Config):
     prefix: Annotated[bool, Opt("start every chunk with 'Title > Heading path'")] = False
     max_tokens: Annotated[int | None, Opt(
-        "cut a section longer than this many tokens (prefix included) at block boundaries (default: the embedder's "
-        "window when the retriever embeds, as hybrid and dense do; 0: never cut)")] = None
+        "cut a section longer than this many tokens (prefix included) at block boundaries (default: never)")] = None
     tokenizer: Annotated[str, Opt(
         "what a token is for max_tokens (default: the embedder's when the retriever embeds; regex otherwise)")] = "regex"
 

@@ -266,7 +266,8 @@ def add_chunker_flags(p: Any) -> None:
     from ..registry import CHUNKERS, EMBEDDERS
 
     p.add_argument("--chunker", default=None,
-                   help=f"auto (default: section for markdown, document otherwise) or one of: {CHUNKERS.spell()}")
+                   help=f"auto (default: window-sized section pieces returned as sections under dense and hybrid, "
+                        f"section under bm25, document for BEIR and text) or one of: {CHUNKERS.spell()}")
     p.add_argument("--prefix", action=argparse.BooleanOptionalAction, default=None,
                    help="index 'Title > Heading path' before each chunk (default: on)")
     p.add_argument("--embedder", default=None, help=f"embedding model: {EMBEDDERS.spell()}, or a Hugging Face id "

@@ -236,3 +236,14 @@ def render_built(v: Any, current: str | None, stats: Mapping[str, Any] | None = 
             f"{len(stats['changed'])} changed, {len(stats['removed'])} removed; {stats['chunks_new']} chunks new, "
             f"{stats['chunks_reused']} reused, {stats.get('texts_embedded', 0)} texts embedded, {m['build_s']:.2f} s; "
             f"current: {current}")
+
+
+def render_compare(report: Any, *, full: bool, out: str | None) -> str:
+    """``ragtune compare``: the digest, then every table with ``--all`` (else how to get them)."""
+    text = report.digest()
+    if full:
+        text += "\n\n" + report.to_text()
+    else:
+        text += (f"\n\nthe full tables ({len(report.rows)} rows), fixed and broken questions and notes: --all"
+                 + ("" if out else ", or --out FILE.html / .md"))
+    return text + (f"\n\nwrote {out}" if out else "")

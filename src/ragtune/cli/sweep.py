@@ -12,13 +12,13 @@ from ..external.files import load_golden_or_qrels
 from ..golden import load_golden
 from .options import add_flags, add_ray_flags, kwargs, sweep_executor
 from ..sweep import load_grid, sweep
-from .render import render_plan
+from .render import render_compare, render_plan
 from ._common import command, int_in
 
 
 def cmd_sweep(args) -> int:
-    grid, golden, corpus = load_grid(args.grid, metric=args.metric), load_golden(args.golden, split=args.split), \
-        load_corpus(args.corpus)
+    grid = load_grid(args.grid, metric=args.metric, holdout=args.holdout)
+    golden, corpus = load_golden(args.golden, split=args.split), load_corpus(args.corpus)
     specs = grid.resolved(corpus.kind).all_specs
     print(render_plan(grid, specs, len(golden), args.out), file=sys.stderr)
     if args.dry_run:  # (--out is the sweep's folder here: output goes to stdout only)
@@ -41,13 +41,7 @@ def cmd_compare(args) -> int:
     if args.json:
         print(report.to_json())
         return 0
-    text = report.digest()
-    if args.all:
-        text += "\n\n" + report.to_text()
-    else:
-        text += (f"\n\nthe full tables ({len(report.rows)} rows), fixed and broken questions and notes: --all"
-                 + ("" if args.out else ", or --out FILE.html / .md"))
-    print(text + (f"\n\nwrote {args.out}" if args.out else ""))
+    print(render_compare(report, full=args.all, out=args.out))
     return 0
 
 
@@ -57,6 +51,7 @@ def add(sub) -> None:
     p.add_argument("--grid", required=True, help="grid file (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
     p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr")
+    p.add_argument("--holdout", type=float, metavar="SHARE", help="hold this share of questions out of the choice")
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")

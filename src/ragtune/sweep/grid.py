@@ -44,7 +44,7 @@ from ..pipeline import PipelineConfig
 __all__ = ["Grid", "load_grid", "parse_grid", "GridError"]
 
 # One configuration of a sweep is a PipelineConfig (chunking x retrieval x reranking, plus a query filter).
-TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "baseline", "grid")
+TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "holdout", "baseline", "grid")
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,7 @@ class Grid:
     test: str = "randomization"
     samples: int = 10000
     seed: int = 0
+    holdout: float = 0.0  # share of the questions held out of the choice (ragtune.sweep.holdout); 0: none
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
@@ -96,6 +97,11 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
             problems.append(f"{name}: expected an integer >= {lo}, got {v!r}")
             v = default
         numbers[name] = v
+    holdout = data.get("holdout", 0.0)
+    if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 <= holdout < 1:
+        problems.append(f"holdout: expected the share of questions to hold out, from 0 (none) up to but below 1, "
+                        f"such as 0.3; got {holdout!r}")
+        holdout = 0.0
     metric = str(data.get("metric", "recall@10"))
     if (err := check_metric(metric, ks)) is not None:  # a name of the metric table, scored at these ks
         problems.append(err)
@@ -136,11 +142,11 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
         raise GridError(f"{source or 'grid'}: {len(problems)} problem(s):\n" + "\n".join(f"- {p}" for p in problems))
     assert baseline is not None
     return Grid(specs=tuple(specs.values()), baseline=baseline, metric=metric, ks=ks, depth=numbers["depth"], test=test,
-                samples=numbers["samples"], seed=numbers["seed"], source=source, raw=dict(data))
+                samples=numbers["samples"], seed=numbers["seed"], holdout=float(holdout), source=source, raw=dict(data))
 
 
-def load_grid(path: str | os.PathLike[str], *, metric: str | None = None) -> Grid:
-    """Read and validate a grid file; ``metric`` overrides the file's metric."""
+def load_grid(path: str | os.PathLike[str], *, metric: str | None = None, holdout: float | None = None) -> Grid:
+    """Read and validate a grid file; ``metric`` and ``holdout`` override the file's."""
     p = Path(path)
     if not p.exists():
         raise GridError(f"grid file {str(p)!r} does not exist")
@@ -167,4 +173,5 @@ def load_grid(path: str | os.PathLike[str], *, metric: str | None = None) -> Gri
         raise GridError(f"{p}: cannot parse: {e}") from None
     if not isinstance(data, Mapping):
         raise GridError(f"{p}: expected a table of settings")
-    return parse_grid({**data, "metric": metric} if metric else data, source=str(p))
+    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout)) if v is not None and v != ""}
+    return parse_grid({**data, **overrides}, source=str(p))

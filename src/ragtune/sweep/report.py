@@ -40,6 +40,13 @@ def _columns(sweep: SweepResult) -> list[str]:
     return shown + ([] if sweep.metric in shown or sweep.metric == tokens else [sweep.metric]) + [tokens]
 
 
+def _selection_note(sweep: SweepResult) -> str | None:
+    from .holdout import selection_text
+
+    chosen = sweep.selection()
+    return selection_text(chosen, sweep.metric) if chosen else None
+
+
 def _report_data(sweep: SweepResult) -> dict[str, Any]:
     ranked = sweep.ranked()
     unsettled = sweep.unsettled()  # marked "~": the rank could change once the unjudged hits are judged
@@ -61,7 +68,7 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     return {"metric": sweep.metric, "ks": list(sweep.grid.ks), "baseline": sweep.baseline_key, "test": sweep.grid.test,
             "seed": sweep.grid.seed, "samples": sweep.grid.samples, "tie": sweep.tie_metric,
             "ranking": sweep.ranking_rule, "confidence": CONFIDENCE, "power_note": sweep.power_note(),
-            "judged_note": sweep.judged_note(), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
+            "judged_note": sweep.judged_note(), "selection_note": _selection_note(sweep), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
             "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
                                                           "description")} for r in metric_table()},
             "configs": configs}
@@ -163,6 +170,7 @@ document.getElementById('kpi').innerHTML = `<div>best ${esc(M)}<b>${fmt(val(best
   `<div>significantly better<b>${sigBetter.length}</b>p&lt;0.05 after Holm</div>`;
 if (D.power_note) document.getElementById('power').innerHTML = `<p class="note" id="power-note">${esc(D.power_note)}</p>`;
 if (D.judged_note) document.getElementById('power').insertAdjacentHTML('beforeend', `<p class="note" id="judged-note">${esc(D.judged_note)}</p>`);
+if (D.selection_note) document.getElementById('power').insertAdjacentHTML('beforeend', `<p class="note" id="selection-note">${esc(D.selection_note)}</p>`);
 
 // ranked table
 document.getElementById('rule').innerHTML = `# ${esc(D.ranking)}. Small grey figures: ${pct} bootstrap intervals. Δ and p compare with the baseline on ${esc(M)} (paired ${esc(D.test)} test, Holm-corrected); W/T/L = questions won, tied, lost. Latency: end to end per question, query embedding included` +

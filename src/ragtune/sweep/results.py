@@ -165,6 +165,17 @@ class SweepResult:
         return (f"{head}; ~ marks the {len(moved)} configuration(s) whose rank by {self.metric} could change once "
                 f"the unjudged sections they retrieved are judged (`ragtune pool` lists them)")
 
+    def selection(self) -> dict[str, Any] | None:
+        """With a holdout share in the grid: the configuration chosen on the selection questions, scored on the
+        held-out ones (:func:`ragtune.sweep.holdout.holdout_selection`); None without one."""
+        if not self.grid.holdout:
+            return None
+        from .holdout import holdout_selection
+
+        return holdout_selection(self.records, metric=self.metric, share=self.grid.holdout, seed=self.grid.seed,
+                                 baseline_key=self.baseline_key, lower_better=_lower_better(self.metric),
+                                 samples=self.grid.samples)
+
     @property
     def baseline(self) -> dict:
         return next(r for r in self.records if r["key"] == self.baseline_key)
@@ -182,6 +193,7 @@ class SweepResult:
             "confidence": CONFIDENCE,
             "power_note": self.power_note(),
             "judged_note": self.judged_note(),
+            "selection": self.selection(),
             "rank_could_change": sorted(self.unsettled()),
             "grid": dict(self.grid.raw),
             "configs": [_public(r) for r in self.ranked()],
@@ -235,6 +247,11 @@ class SweepResult:
         if lat:
             lines.append(f"latency: end to end per question, query embedding included; median of {lat['repeats']} "
                          f"timings of {lat['questions']} questions, then p50/p95 across them (stages in results.json)")
+        chosen = self.selection()
+        if chosen is not None:
+            from .holdout import selection_text
+
+            lines.append(selection_text(chosen, self.metric))
         for note in (self.judged_note(), self.power_note()):
             if note:
                 lines.append(note)

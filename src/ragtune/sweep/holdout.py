@@ -1,0 +1,99 @@
+"""Selection that does not fool itself: choose the configuration on one part of the questions, score it on the rest.
+
+A sweep's winner is reported on the very questions it won on, so its figure is optimistic (the winner's curse): with
+many configurations and few questions, one of them does well by luck. With ``holdout = SHARE`` the answerable
+questions are split once (seeded, stratified by tag, unanswerable questions on both sides), the configurations are
+ranked on the *selection* part only, and the chosen one is scored on the *held-out* part, with its interval, against
+the baseline on the same held-out questions. The optimism is the chosen configuration's selection score minus its
+held-out score: how much choosing flattered it. Nothing is run twice: the split reads the per-question scores every
+configuration already has.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["split_questions", "holdout_selection", "selection_text"]
+
+
+def split_questions(questions: Sequence[Mapping[str, Any]], share: float, seed: int = 0) -> tuple[list[str], list[str]]:
+    """(selection ids, held-out ids): ``share`` of each stratum held out, a stratum being the answerable questions
+    of one first tag (or of no tag), or the unanswerable ones. A stratum of one question stays in selection; every
+    other stratum keeps at least one question on each side."""
+    strata: dict[tuple[bool, str], list[str]] = {}
+    for q in questions:
+        tags = list(q.get("tags") or [])
+        strata.setdefault((bool(q.get("answerable", True)), tags[0] if tags else ""), []).append(str(q["id"]))
+    rng = random.Random(seed)
+    selection: list[str] = []
+    held: list[str] = []
+    for key in sorted(strata):
+        ids = sorted(strata[key])
+        rng.shuffle(ids)
+        n = len(ids)
+        k = 0 if n < 2 else min(n - 1, max(1, round(share * n)))
+        held.extend(ids[:k])
+        selection.extend(ids[k:])
+    return sorted(selection), sorted(held)
+
+
+def _mean(scores: Mapping[str, float], ids: Sequence[str]) -> float:
+    vals = [scores[i] for i in ids if i in scores and not math.isnan(scores[i])]
+    return float(np.mean(vals)) if vals else float("nan")
+
+
+def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, share: float, seed: int,
+                      baseline_key: str, lower_better: bool = False, samples: int = 10000) -> dict[str, Any]:
+    """Choose on the selection questions, report on the held-out ones (see the module docstring)."""
+    from ..evaluate.significance import bootstrap_ci, paired_test
+
+    questions = records[0]["result"]["questions"]
+    selection, held = split_questions(questions, share, seed)
+    per = {r["key"]: {q["id"]: (float("nan") if q["scores"].get(metric) is None else float(q["scores"][metric]))
+                      for q in r["result"]["questions"] if q["answerable"]} for r in records}
+    sel = [i for i in selection if i in per[records[0]["key"]]]
+    out = [i for i in held if i in per[records[0]["key"]]]
+    if not sel or not out:
+        return {"share": share, "seed": seed, "problem": "too few answerable questions to hold any out"}
+    sign = 1.0 if lower_better else -1.0
+    ranked = sorted(records, key=lambda r: (sign * _nan_last(_mean(per[r["key"]], sel), lower_better), r["label"]))
+    chosen = ranked[0]
+    x = np.array([per[baseline_key][i] for i in out])
+    y = np.array([per[chosen["key"]][i] for i in out])
+    lo, hi = bootstrap_ci(y, n=samples, seed=seed)
+    chosen_sel, chosen_out = _mean(per[chosen["key"]], sel), float(y.mean())
+    better = chosen["key"] != baseline_key and (chosen_out > float(x.mean()) if not lower_better
+                                                else chosen_out < float(x.mean()))
+    p = paired_test("randomization", x, y, n=samples, seed=seed) if chosen["key"] != baseline_key else None
+    return {"share": share, "seed": seed, "selection_questions": len(sel), "held_out_questions": len(out),
+            "chosen": chosen["key"], "chosen_label": chosen["label"], "selection_score": chosen_sel,
+            "held_out_score": chosen_out, "held_out_ci": [lo, hi], "optimism": chosen_sel - chosen_out,
+            "baseline_held_out": float(x.mean()), "delta_vs_baseline": chosen_out - float(x.mean()),
+            "p_vs_baseline": p, "beats_baseline": bool(better and p is not None and p < 0.05),
+            "held_out_ids": out}
+
+
+def _nan_last(v: float, lower_better: bool) -> float:
+    if math.isnan(v):
+        return math.inf if lower_better else -math.inf
+    return v
+
+
+def selection_text(s: Mapping[str, Any], metric: str) -> str:
+    """The lines the sweep table ends with when it held questions out."""
+    if "problem" in s:
+        return f"holdout {s['share']:.0%}: {s['problem']}"
+    verdict = ("it still beats the baseline there" if s["beats_baseline"] else
+               "the baseline itself was chosen" if s["p_vs_baseline"] is None else
+               "not significantly better than the baseline there")
+    p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
+    return (f"holdout {s['share']:.0%}: chosen on {s['selection_questions']} questions, scored on the other "
+            f"{s['held_out_questions']}: {s['chosen_label']} {metric} {s['selection_score']:.3f} where chosen, "
+            f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
+            f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} held out ({s['delta_vs_baseline']:+.3f}"
+            f"{p}): {verdict}. Quote the held-out figure.")
