@@ -54,3 +54,19 @@ def test_compare_says_a_difference_inside_the_unjudged_interval():
     settled = record(BASE, [1, 1, 0, 0], [1, 1, 0, 0], 1.0)
     runs = [Run.from_result(r["result"], name=r["key"]) for r in (settled, better)]
     assert "unjudged" not in compare(runs, metrics=("recall@1",), samples=200).digest()
+
+
+def test_the_gate_says_how_much_was_judged_and_when_a_drop_lies_inside_the_unjudged_interval():
+    from ragtune.evaluate.gate import regression_gate
+
+    base = record(BASE, [1, 1, 1, 0], [1, 1, 1, 0], 1.0)["result"]  # 0.75, every hit judged
+    cur = record("cur", [1, 1, 0, 0], [1, 1, 1, 1], 0.5)["result"]  # 0.50, could be 1.00
+    rep = regression_gate(cur, base, max_drop=0.02, metrics=["recall@1"], samples=200)
+    text = rep.to_text()
+    assert "judged@10: baseline 1.00, this run 0.50 (unjudged hits count as misses" in text
+    assert ("recall@1: the drop lies inside the unjudged interval: this run's unjudged hits could lift it from "
+            "0.5000 to 1.0000, past the baseline's 0.7500") in text
+    assert rep.to_dict()["judged_at_10"] == [1.0, 0.5] and "judged@10: baseline 1.00" in rep.to_markdown()
+    settled = regression_gate(record("c", [1, 1, 0, 0], [1, 1, 0, 0], 1.0)["result"], base, max_drop=0.02,
+                              metrics=["recall@1"], samples=200)
+    assert "unjudged interval" not in settled.to_text()

@@ -94,6 +94,15 @@ class GateReport:
     questions: Mapping[str, str]
     power: float = 0.8
     mde_alpha: float = 0.05  # the per-metric alpha the detectable drops are computed at
+    judged: tuple[float | None, float | None] = (None, None)  # judged@10 of the baseline and of this run
+
+    def judged_line(self) -> str | None:
+        """How much of each top 10 was judged: the figures are lower bounds where it is below 1."""
+        b, c = self.judged
+        if b is None or c is None:
+            return None
+        return f"judged@10: baseline {b:.2f}, this run {c:.2f}" + (
+            "" if min(b, c) >= 1 else " (unjudged hits count as misses: the figures are lower bounds)")
 
     @property
     def require_significance(self) -> bool:
@@ -159,6 +168,8 @@ class GateReport:
         lines = [self._verdict(), f"  ({self._rule()})"]
         if self.detectable():
             lines.append(f"  ({self.detectable()})")
+        if self.judged_line():
+            lines.append(f"  ({self.judged_line()})")
         lines += [f"  {c.line()}" for c in self.checks]
         notes = [c.note for c in self.checks if c.note]
         if notes:
@@ -173,6 +184,7 @@ class GateReport:
         icon = {"pass": "✅ pass", "fail": "❌ fail", "not-significant": "⚠️ not significant"}
         out = [f"### {'✅' if self.passed else '❌'} {self._verdict()}", "", f"_{self._rule()}_", "",
                *([f"_{self.detectable()}_", ""] if self.detectable() else []),
+               *([f"_{self.judged_line()}_", ""] if self.judged_line() else []),
                f"| metric | baseline | this run | delta [95% CI] | p ({self.correction}) | broken | fixed | verdict |",
                "|---|---|---|---|---|---|---|---|"]
         for c in self.checks:
@@ -221,7 +233,7 @@ class GateReport:
                 "significance": self.significance, "test": self.test, "correction": self.correction, "n": self.n,
                 "checks": [c.to_dict() for c in self.checks], "broken": list(self.broken),
                 "require_significance": self.require_significance, "detectable": self.detectable(),
-                "power": self.power, "mde_alpha": self.mde_alpha}
+                "power": self.power, "mde_alpha": self.mde_alpha, "judged_at_10": list(self.judged)}
 
     def write_junit(self, path: str | os.PathLike[str]) -> str:
         from ..io import write_text
@@ -360,6 +372,8 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
             note = (f"{r.metric} {moved} {loss:.4f} (more than {max_drop:g}) but the {change} is not significant "
                     f"(p {format_p(r.p_adjusted)} >= {significance:g}), so the gate passes. "
                     + _power_tail(notes.get(r.metric, "")))
+        unjudged = _unjudged_note(r, report.row("baseline", r.metric), higher, loss > _EPS)
+        note = f"{note} {unjudged}" if note and unjudged else note or unjudged
         checks.append(GateCheck(
             metric=r.metric, status=status, n=r.n, baseline=report.row("baseline", r.metric).mean, current=r.mean,
             delta=r.delta, delta_low=r.delta_low, delta_high=r.delta_high, p_value=r.p_value,
@@ -369,7 +383,25 @@ def regression_gate(result: Any, baseline: Any, *, max_drop: float = 0.02, signi
     return GateReport(baseline=base.source or "baseline", max_drop=float(max_drop), significance=float(significance),
                       test=test, correction=correction, n=report.n, checks=tuple(checks),
                       questions={**base_texts, **cur_texts}, power=float(report.power),
-                      mde_alpha=float(report.mde_alpha))
+                      mde_alpha=float(report.mde_alpha), judged=(_judged(base), _judged(cur)))
+
+
+def _judged(run: Any) -> float | None:
+    """The run's mean judged@10 over its questions, when it carries it (older baselines do not)."""
+    try:
+        values = [v for v in run.values("judged@10").values() if v is not None and v == v]
+    except (ConfigError, KeyError):
+        return None
+    return sum(values) / len(values) if values else None
+
+
+def _unjudged_note(row: Any, base: Any, higher: bool, dropped: bool) -> str | None:
+    """When this run's figure dropped but its unjudged hits could lift it back past the baseline's: say so."""
+    if not (higher and dropped and row.upper is not None and row.mean < base.mean <= row.upper):
+        return None
+    return (f"{row.metric}: the drop lies inside the unjudged interval: this run's unjudged hits could lift it from "
+            f"{row.mean:.4f} to {row.upper:.4f}, past the baseline's {base.mean:.4f}; judge them (`ragtune pool`) "
+            "before reading it as a regression.")
 
 
 def _power_tail(note: str) -> str:
