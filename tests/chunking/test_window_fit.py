@@ -105,3 +105,19 @@ def test_the_default_does_not_warn_about_itself(capsys):
         assert bool(found.over) is cut, (cfg.label, found)
         warn_window(cfg, chunks, emb)
         assert ("longer than the embedder's 256-token window" in capsys.readouterr().err) is cut
+
+
+def test_whole_documents_get_a_note_with_the_measurement_not_a_warning(tmp_path, capsys, monkeypatch):
+    from ragtune.pipeline import build as build_mod
+
+    monkeypatch.setattr(build_mod, "_WARNED_WINDOW", set())
+    long_doc = " ".join(f"abstract{i} of a study" for i in range(200))
+    corpus = rt.Corpus([rt.Document(id="d1", title="A study", text=long_doc), rt.Document(id="d2", title="B", text="x")],
+                       kind="beir")
+    cfg = rt.PipelineConfig.from_flags({}).resolved(corpus.kind)
+    assert cfg.chunker == "document"
+    chunks, _ = chunk_documents(corpus.documents, CHUNKERS.build(cfg.chunker, options=cfg.chunker_config()))
+    warn_window(cfg, chunks, rt.get_embedder("minilm"))
+    err = capsys.readouterr().err
+    assert err.startswith("note: document-prefix/hybrid: 1 of 2 documents (50%) are longer than the embedder's "
+                          "256-token window") and "scored the same on SciFact" in err and "warning" not in err
