@@ -5,7 +5,7 @@ sections cut to the window, searched as pieces, returned as pieces or as whole s
         fastapi=../shared/datasets/fastapi_docs/md/docs/en/docs:bench/golden/fastapi.jsonl \\
         tutorial=../shared/datasets/formats/rst/tutorial:bench/golden/python-tutorial.jsonl
 
-Each NAME=CORPUS:GOLDEN is scored with hybrid retrieval (BM25 + MiniLM, RRF) and the heading prefix, three ways:
+Each NAME=CORPUS:GOLDEN (GOLDEN@SPLIT for a BEIR folder: scifact=DIR:DIR@test) is scored with hybrid retrieval (BM25 + MiniLM, RRF) and the heading prefix, three ways:
 
 - ``whole``: one chunk per section (``section``, ``max_tokens=0``): the embedder reads its first 256 tokens;
 - ``pieces``: sections cut at block boundaries so each embedded chunk fits the window (``section``, the window
@@ -44,7 +44,8 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         name, _, rest = arg.partition("=")
         corpus_path, _, golden_path = rest.rpartition(":")
-        corpus, golden = rt.load_corpus(corpus_path), rt.load_golden(golden_path)
+        golden_path, _, split = golden_path.partition("@")  # a BEIR golden set: PATH@SPLIT
+        corpus, golden = rt.load_corpus(corpus_path), rt.load_golden(golden_path, split=split or None)
         base = None
         for way, flags in WAYS.items():
             cfg = rt.PipelineConfig.from_flags(flags).resolved(corpus.kind)
