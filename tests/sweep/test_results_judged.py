@@ -50,7 +50,7 @@ def test_compare_says_a_difference_inside_the_unjudged_interval():
     runs = [Run.from_result(r["result"], name=r["key"]) for r in (base, better)]
     digest = compare(runs, metrics=("recall@1",), samples=200).digest()
     assert (f"unjudged: the difference lies inside the unjudged interval: {BASE}'s unjudged hits could lift it from "
-            "0.5000 to 1.0000, past b's 0.7500") in digest
+            "0.5000 to 1.0000, which reaches b's 0.7500") in digest
     settled = record(BASE, [1, 1, 0, 0], [1, 1, 0, 0], 1.0)
     runs = [Run.from_result(r["result"], name=r["key"]) for r in (settled, better)]
     assert "unjudged" not in compare(runs, metrics=("recall@1",), samples=200).digest()
@@ -65,7 +65,7 @@ def test_the_gate_says_how_much_was_judged_and_when_a_drop_lies_inside_the_unjud
     text = rep.to_text()
     assert "judged@10: baseline 1.00, this run 0.50 (unjudged hits count as misses" in text
     assert ("recall@1: the drop lies inside the unjudged interval: this run's unjudged hits could lift it from "
-            "0.5000 to 1.0000, past the baseline's 0.7500") in text
+            "0.5000 to 1.0000, which reaches the baseline's 0.7500") in text
     assert rep.to_dict()["judged_at_10"] == [1.0, 0.5] and "judged@10: baseline 1.00" in rep.to_markdown()
     settled = regression_gate(record("c", [1, 1, 0, 0], [1, 1, 0, 0], 1.0)["result"], base, max_drop=0.02,
                               metrics=["recall@1"], samples=200)

@@ -205,7 +205,7 @@ class Report:
             behind, ahead = (base, best) if sign * (best.delta or 0.0) > 0 else (best, base)
             if better and behind.upper is not None and behind.mean < ahead.mean <= behind.upper:
                 lines.append(f"  unjudged: the difference lies inside the unjudged interval: {behind.system}'s "
-                             f"unjudged hits could lift it from {behind.mean:.4f} to {behind.upper:.4f}, past "
+                             f"unjudged hits could lift it from {behind.mean:.4f} to {behind.upper:.4f}, which reaches "
                              f"{ahead.system}'s {ahead.mean:.4f}; judge the pool (`ragtune pool`) before trusting it")
             if best.mde is not None:
                 tell = (f"  to tell: with {best.n} questions the smallest difference detectable here is about "

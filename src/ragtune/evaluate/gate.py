@@ -400,8 +400,8 @@ def _unjudged_note(row: Any, base: Any, higher: bool, dropped: bool) -> str | No
     if not (higher and dropped and row.upper is not None and row.mean < base.mean <= row.upper):
         return None
     return (f"{row.metric}: the drop lies inside the unjudged interval: this run's unjudged hits could lift it from "
-            f"{row.mean:.4f} to {row.upper:.4f}, past the baseline's {base.mean:.4f}; judge them (`ragtune pool`) "
-            "before reading it as a regression.")
+            f"{row.mean:.4f} to {row.upper:.4f}, which reaches the baseline's {base.mean:.4f}; judge them "
+            "(`ragtune pool`) before reading it as a regression.")
 
 
 def _power_tail(note: str) -> str:
