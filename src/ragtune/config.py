@@ -91,13 +91,20 @@ def _plain(value: Any) -> Any:
         return str(value)
 
 
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
 def _hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of a config class, computed once per class (validating a search space builds
+    hundreds of configurations; resolving annotations was most of the time)."""
     import typing
 
-    try:
-        return typing.get_type_hints(cls)
-    except Exception:  # pragma: no cover - unresolvable annotations: skip the type check
-        return {}
+    if cls not in _HINTS:
+        try:
+            _HINTS[cls] = typing.get_type_hints(cls)
+        except Exception:  # pragma: no cover - unresolvable annotations: skip the type check
+            return {}
+    return _HINTS[cls]
 
 
 def _type_name(hint: Any) -> str:

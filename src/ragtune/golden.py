@@ -49,7 +49,8 @@ from .safe_yaml import safe_yaml_load
 from .errors import CorpusError, CorpusNotFoundError, GoldenSetError
 from .types import Document, Section
 
-__all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden"]
+__all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden",
+           "parse_item"]
 
 _FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
 _JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool")
@@ -280,6 +281,12 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft),
                       judged=_parse_judged(obj.get("judged"), where),
                       judgments=_parse_judgments(obj.get("judgments"), where))
+
+
+def parse_item(obj: Any, where: str = "item") -> GoldenItem:
+    """One golden item from its JSON object, validated as :func:`load_golden` does (:class:`GoldenSetError`
+    naming ``where`` and the field otherwise)."""
+    return _parse_item(obj, where)
 
 
 def _grade(v: Any, what: str) -> float:

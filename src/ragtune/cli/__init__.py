@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 from .._version import __version__
 from ..errors import RagtuneError
-from . import corpus, eval, export, index, reranker, search, serve, sweep
+from . import corpus, eval, export, index, label, reranker, search, serve, sweep
 from ._common import Parser
 from .options import corpus_input
 
@@ -20,7 +20,7 @@ def build_parser() -> Parser:
     parser = Parser(prog="ragtune", description="Measure and tune RAG retrieval.")
     parser.add_argument("--version", action="version", version=f"ragtune {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for module in (eval, corpus, search, serve, index, sweep, export, reranker):
+    for module in (eval, corpus, search, serve, label, index, sweep, export, reranker):
         module.add(sub)
     return parser
 

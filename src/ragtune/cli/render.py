@@ -198,8 +198,12 @@ def render_review(c: Mapping[str, Any], out: str) -> str:
             f"later; wrote {c['accepted'] + c['passed']} question(s) to {out}")
 
 
-def render_plan(grid: Any, specs: Sequence[Any], n_questions: int, out: str) -> str:
-    """The line a sweep prints before it starts: configurations, metric, questions, where results go."""
+def render_plan(grid: Any, n_questions: int, out: str) -> str:
+    """The line a sweep prints before it starts: configurations, metric, questions, where results go (a search
+    says its own: sampler, trials, the size of the space)."""
+    if hasattr(grid, "summary"):
+        return grid.summary(n_questions, out)
+    specs = grid.all_specs
     extra = "" if len(specs) == len(grid.specs) else " + the baseline"
     return (f"sweep: {len(specs)} configurations ({len(grid.specs)} in the grid{extra}), metric {grid.metric}, "
             f"{n_questions} questions; results in {out}")

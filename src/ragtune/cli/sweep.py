@@ -11,21 +11,20 @@ from ..evaluate.match import MatchOptions
 from ..external.files import load_golden_or_qrels
 from ..golden import load_golden
 from .options import add_flags, add_ray_flags, kwargs, sweep_executor
-from ..sweep import load_grid, sweep
+from ..sweep import load_plan, sweep
 from .render import render_compare, render_plan
 from ._common import command, int_in
 
 
 def cmd_sweep(args) -> int:
-    grid = load_grid(args.grid, metric=args.metric, holdout=args.holdout)
+    plan = load_plan(args.grid, **kwargs(load_plan, args))  # a grid, or a search of a space: validated first
     golden, corpus = load_golden(args.golden, split=args.split), load_corpus(args.corpus)
-    specs = grid.resolved(corpus.kind).all_specs
-    print(render_plan(grid, specs, len(golden), args.out), file=sys.stderr)
+    plan = plan.resolved(corpus.kind)
+    print(render_plan(plan, len(golden), args.out), file=sys.stderr)
     if args.dry_run:  # (--out is the sweep's folder here: output goes to stdout only)
-        print(json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
-              if args.json else "\n".join(f"{s.key}  {s.label}" for s in specs))
+        print(plan.listing(as_json=args.json))
         return 0
-    result = sweep(corpus, golden, grid, args.out, show_progress=True, executor=sweep_executor(args))
+    result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
     return 0
@@ -46,12 +45,11 @@ def cmd_compare(args) -> int:
 
 
 def add(sub) -> None:
-    p = command(sub, "sweep", cmd_sweep, "run a grid of chunking x retrieval configurations",
+    p = command(sub, "sweep", cmd_sweep, "run a grid of chunking x retrieval configurations, or search a space",
                 inputs="corpus golden split")
-    p.add_argument("--grid", required=True, help="grid file (.toml or .yaml)")
+    p.add_argument("--grid", required=True, help="grid file, or a space file to --search (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
-    p.add_argument("--metric", help="rank and test on this metric (overrides the grid file), e.g. recall@10, mrr")
-    p.add_argument("--holdout", type=float, metavar="SHARE", help="hold this share of questions out of the choice")
+    add_flags(p, load_plan)  # --metric, --holdout, --folds, and a search's --search, --trials, --timeout, ...
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")

@@ -41,6 +41,7 @@ from typing import Annotated, Any
 
 from ..config import Opt
 from ..errors import ConfigError, CorpusNotFoundError, UnknownAnchorError
+from .pool import read_pool_file
 
 __all__ = ["PROMPT_VERSION", "SYSTEM", "GRADE_MAP", "JudgeResult", "judge_pool", "parse_grade", "label_prompt"]
 
@@ -130,20 +131,6 @@ class JudgeResult:
         return "\n".join(lines)
 
 
-def _read_pool(path: Path) -> list[tuple[str, list[str]]]:
-    from ..corpus.loaders import iter_jsonl
-
-    if not path.is_file():
-        raise CorpusNotFoundError(f"{path}: no such pool file (`ragtune pool ... --out FILE` writes one)")
-    out = []
-    for lineno, row in iter_jsonl(path):
-        if not isinstance(row, Mapping) or "id" not in row or not isinstance(row.get("holes"), list):
-            raise ConfigError(f"{path}:{lineno}: not a pool line (expected {{\"id\", \"q\", \"holes\": [...]}} as "
-                              "`ragtune pool` writes)")
-        out.append((str(row["id"]), [str(h["anchor"]) for h in row["holes"] if isinstance(h, Mapping) and h.get("anchor")]))
-    return out
-
-
 def _cache_key(model: str, question: str, text: str) -> str:
     section = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return hashlib.sha256(json.dumps([model, PROMPT_VERSION, question, section]).encode("utf-8")).hexdigest()
@@ -193,7 +180,7 @@ def judge_pool(
     llm = ChatLLM.from_spec(judge, what="judge", flag="--judge", base_url=base_url, max_tokens=OUTPUT_TOKENS * 2,
                             max_retries=max_retries, price_in=price_in, price_out=price_out)
     pool_path, golden_path = Path(pool), Path(golden)
-    holes = _read_pool(pool_path)
+    holes = read_pool_file(pool_path)
     gold = load_golden(golden_path, strict=False, labels="all")
     docs = load_corpus(corpus)
     by_id = {item.id: n for n, item in enumerate(gold.items)}

@@ -36,7 +36,7 @@ from .hits import ExternalHit
 from .match import HitMatcher, MatchOptions, hits_to_ranking
 from .run import read_rankings
 
-__all__ = ["Hole", "PoolQuestion", "Pool", "pool_runs", "read_pool_sources"]
+__all__ = ["Hole", "PoolQuestion", "Pool", "pool_runs", "read_pool_sources", "read_pool_file"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +106,22 @@ class Pool:
         if self.written is not None:
             lines.append(f"wrote {self.written}: judge the holes, then record them in the golden set (docs/concepts/judgments.md)")
         return "\n".join(lines)
+
+
+def read_pool_file(path: str | os.PathLike[str]) -> list[tuple[str, list[str]]]:
+    """(question id, hole anchors best first) for each line of a pool file ``ragtune pool --out`` wrote."""
+    from ..corpus.loaders import iter_jsonl
+
+    path = Path(path)
+    if not path.is_file():
+        raise CorpusNotFoundError(f"{path}: no such pool file (`ragtune pool ... --out FILE` writes one)")
+    out = []
+    for lineno, row in iter_jsonl(path):
+        if not isinstance(row, Mapping) or "id" not in row or not isinstance(row.get("holes"), list):
+            raise ConfigError(f"{path}:{lineno}: not a pool line (expected {{\"id\", \"q\", \"holes\": [...]}} as "
+                              "`ragtune pool` writes)")
+        out.append((str(row["id"]), [str(h["anchor"]) for h in row["holes"] if isinstance(h, Mapping) and h.get("anchor")]))
+    return out
 
 
 def read_pool_sources(sources: Sequence[str | os.PathLike[str]]) -> dict[str, dict[str, list[ExternalHit]]]:

@@ -1,4 +1,5 @@
-"""Sweeps: grids of chunking x retrieval configurations, run and compared with a baseline."""
+"""Sweeps: grids of chunking x retrieval configurations, or searches of larger spaces, run and compared with a
+baseline."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from .grid import Grid, GridError, load_grid, parse_grid
 from .report import render_report, write_report
 from .results import SweepResult, summarize
 from .runner import Executor, LocalExecutor, SweepJob, SweepStateError, run_config, run_sweep
+from .search import Search, load_plan, run_search
+from .space import Space, parse_space
 
-__all__ = ["Grid", "GridError", "SweepResult", "SweepStateError", "Executor", "LocalExecutor", "SweepJob",
-           "load_grid", "parse_grid", "render_report", "run_config", "run_grid", "run_sweep", "summarize", "sweep",
-           "write_report"]
+__all__ = ["Grid", "GridError", "Search", "Space", "SweepResult", "SweepStateError", "Executor", "LocalExecutor",
+           "SweepJob", "load_grid", "load_plan", "parse_grid", "parse_space", "render_report", "run_config", "run_grid",
+           "run_search", "run_sweep", "summarize", "sweep", "write_report"]
 
 
 def run_grid(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
@@ -29,4 +32,10 @@ def run_grid(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.Pa
     return result
 
 
-sweep = run_grid  # the name the CLI and earlier releases use (`rt.sweep` is this package: `rt.run_grid` is the verb)
+def sweep(corpus: Corpus, golden: GoldenSet, plan: Grid | Search, out_dir: str | os.PathLike[str], *,
+          show_progress: bool = True, executor: Executor | None = None) -> SweepResult:
+    """:func:`run_grid` for a grid, :func:`~ragtune.sweep.search.run_search` for a search (what ``ragtune sweep``
+    runs; ``rt.sweep`` is this package: ``rt.run_grid`` is the verb)."""
+    if isinstance(plan, Search):
+        return run_search(corpus, golden, plan, out_dir, show_progress=show_progress, executor=executor)
+    return run_grid(corpus, golden, plan, out_dir, show_progress=show_progress, executor=executor)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import tomllib
 from collections.abc import Mapping
@@ -41,10 +42,11 @@ from ..errors import ConfigError, GridError
 from ..evaluate.table import check_metric
 from ..pipeline import PipelineConfig
 
-__all__ = ["Grid", "load_grid", "parse_grid", "GridError"]
+__all__ = ["Grid", "load_grid", "parse_grid", "parse_settings", "read_settings_file", "GridError"]
 
 # One configuration of a sweep is a PipelineConfig (chunking x retrieval x reranking, plus a query filter).
-TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "holdout", "baseline", "grid")
+TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "holdout", "folds", "baseline", "grid")
+SETTINGS = TOP_LEVEL[:8]  # what a grid file and a search's space file (ragtune.sweep.space) share
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,7 @@ class Grid:
     samples: int = 10000
     seed: int = 0
     holdout: float = 0.0  # share of the questions held out of the choice (ragtune.sweep.holdout); 0: none
+    folds: int = 0  # K-fold cross-validated selection instead (ragtune.sweep.holdout.folds_selection); 0: none
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
@@ -75,39 +78,69 @@ class Grid:
         keys = {s.key for s in self.specs}
         return list(self.specs) + ([] if self.baseline.key in keys else [self.baseline])
 
+    def listing(self, *, as_json: bool = False) -> str:
+        """What a dry run prints: one line per configuration (key, label), or a JSON list with the configurations."""
+        specs = self.all_specs
+        if as_json:
+            return json.dumps([{"key": s.key, "label": s.label, "config": s.to_dict()} for s in specs], indent=2)
+        return "\n".join(f"{s.key}  {s.label}" for s in specs)
 
-def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
-    """Expand and validate a grid; every problem is reported at once."""
+
+def parse_settings(data: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
+    """The settings a grid file and a space file share (metric, k, depth, test, samples, seed, holdout, folds, the
+    baseline), checked; each problem is appended to ``problems`` and its default used."""
     from ..evaluate.significance import TESTS
 
-    problems: list[str] = []
-    unknown = sorted(set(data) - set(TOP_LEVEL))
-    if unknown:
-        problems.append(f"unknown top-level key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(TOP_LEVEL)}")
     ks_raw = data.get("k", [5, 10, 20])
     ks_list = ks_raw if isinstance(ks_raw, list) else [ks_raw]
     if not ks_list or not all(isinstance(k, int) and not isinstance(k, bool) and k >= 1 for k in ks_list):
         problems.append(f"k: expected positive integers like [5, 10, 20], got {ks_raw!r}")
         ks_list = [5, 10, 20]
     ks = tuple(sorted(set(ks_list)))
-    numbers = {}
-    for name, default, lo in (("depth", 100, 1), ("samples", 10000, 1), ("seed", 0, 0)):
+    out: dict[str, Any] = {"ks": ks}
+    for name, default, lo in (("depth", 100, 1), ("samples", 10000, 1), ("seed", 0, 0), ("folds", 0, 0)):
         v = data.get(name, default)
-        if isinstance(v, bool) or not isinstance(v, int) or v < lo:
-            problems.append(f"{name}: expected an integer >= {lo}, got {v!r}")
+        if isinstance(v, bool) or not isinstance(v, int) or v < lo or (name == "folds" and v == 1):
+            what = "a number of folds >= 2 (or 0: none), such as 5" if name == "folds" else f"an integer >= {lo}"
+            problems.append(f"{name}: expected {what}, got {v!r}")
             v = default
-        numbers[name] = v
+        out[name] = v
     holdout = data.get("holdout", 0.0)
     if isinstance(holdout, bool) or not isinstance(holdout, (int, float)) or not 0 <= holdout < 1:
         problems.append(f"holdout: expected the share of questions to hold out, from 0 (none) up to but below 1, "
                         f"such as 0.3; got {holdout!r}")
         holdout = 0.0
+    if holdout and out["folds"]:
+        problems.append(f"holdout = {holdout} and folds = {out['folds']}: choose one way to hold questions out of the "
+                        "choice (a single split, or K folds), and set the other to 0")
+    out["holdout"] = float(holdout)
     metric = str(data.get("metric", "recall@10"))
     if (err := check_metric(metric, ks)) is not None:  # a name of the metric table, scored at these ks
         problems.append(err)
+    out["metric"] = metric
     test = str(data.get("test", "randomization"))
     if test not in TESTS:
         problems.append(f"test {test!r}: choose one of {', '.join(TESTS)}")
+    out["test"] = test
+    baseline_raw = data.get("baseline")
+    if not isinstance(baseline_raw, Mapping):
+        problems.append("missing [baseline]: the configuration every other one is compared with")
+        baseline_raw = {}
+    out["baseline"] = None
+    try:
+        out["baseline"] = PipelineConfig.from_flags(baseline_raw, strict=False)
+    except ConfigError as e:
+        problems.append(f"baseline: {e}")
+    return out
+
+
+def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
+    """Expand and validate a grid; every problem is reported at once."""
+    problems: list[str] = []
+    unknown = sorted(set(data) - set(TOP_LEVEL))
+    if unknown:
+        problems.append(f"unknown top-level key(s) {', '.join(map(repr, unknown))}; valid: {', '.join(TOP_LEVEL)}")
+    settings = parse_settings(data, problems)
     grid = data.get("grid") or {}
     if not isinstance(grid, Mapping) or not grid:
         problems.append("missing [grid]: a table of lists whose product is the set of configurations")
@@ -115,15 +148,6 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             problems.append(f"grid.{key}: must be a non-empty list, got {values!r}")
-    baseline_raw = data.get("baseline")
-    if not isinstance(baseline_raw, Mapping):
-        problems.append("missing [baseline]: the configuration every other one is compared with")
-        baseline_raw = {}
-    baseline = None
-    try:
-        baseline = PipelineConfig.from_flags(baseline_raw, strict=False)
-    except ConfigError as e:
-        problems.append(f"baseline: {e}")
 
     specs: dict[str, PipelineConfig] = {}
     if not problems or all(not p.startswith("grid.") for p in problems):
@@ -140,38 +164,48 @@ def parse_grid(data: Mapping[str, Any], *, source: str | None = None) -> Grid:
             specs.setdefault(spec.key, spec)
     if problems:
         raise GridError(f"{source or 'grid'}: {len(problems)} problem(s):\n" + "\n".join(f"- {p}" for p in problems))
-    assert baseline is not None
-    return Grid(specs=tuple(specs.values()), baseline=baseline, metric=metric, ks=ks, depth=numbers["depth"], test=test,
-                samples=numbers["samples"], seed=numbers["seed"], holdout=float(holdout), source=source, raw=dict(data))
+    return Grid(specs=tuple(specs.values()), source=source, raw=dict(data), **settings)
 
 
-def load_grid(path: str | os.PathLike[str], *, metric: str | None = None, holdout: float | None = None) -> Grid:
-    """Read and validate a grid file; ``metric`` and ``holdout`` override the file's."""
+def read_settings_file(path: str | os.PathLike[str], what: str = "grid file") -> dict[str, Any]:
+    """A grid or space file (TOML or YAML) read into a table, or a GridError saying what is wrong with it."""
     p = Path(path)
     if not p.exists():
-        raise GridError(f"grid file {str(p)!r} does not exist")
+        raise GridError(f"{what} {str(p)!r} does not exist")
     from ..io import check_regular_file
 
     try:
-        check_regular_file(p, "grid file")
+        check_regular_file(p, what)
     except ConfigError as e:
         raise GridError(str(e)) from None
     try:
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        raise GridError(f"{p}: not UTF-8 text (byte {e.start}); save the grid file as UTF-8") from None
+        raise GridError(f"{p}: not UTF-8 text (byte {e.start}); save the {what} as UTF-8") from None
     except OSError as e:
         raise GridError(f"{p}: cannot read: {e.strerror or e}") from None
     try:
         if p.suffix.lower() == ".toml":
             data = tomllib.loads(text)
         elif p.suffix.lower() in (".yaml", ".yml"):
-            data = safe_yaml_load(text, str(p), what="grid file", error=GridError) or {}
+            data = safe_yaml_load(text, str(p), what=what, error=GridError) or {}
         else:
-            raise GridError(f"{p}: use a .toml or .yaml grid file")
+            raise GridError(f"{p}: use a .toml or .yaml {what}")
     except (tomllib.TOMLDecodeError, yaml.YAMLError) as e:
         raise GridError(f"{p}: cannot parse: {e}") from None
     if not isinstance(data, Mapping):
         raise GridError(f"{p}: expected a table of settings")
-    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout)) if v is not None and v != ""}
-    return parse_grid({**data, **overrides}, source=str(p))
+    return dict(data)
+
+
+def load_grid(path: str | os.PathLike[str], *, metric: str | None = None, holdout: float | None = None,
+              folds: int | None = None, seed: int | None = None) -> Grid:
+    """Read and validate a grid file; ``metric``, ``holdout``, ``folds`` and ``seed`` override the file's."""
+    data = read_settings_file(path)
+    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout), ("folds", folds), ("seed", seed))
+                 if v is not None and v != ""}
+    if overrides.get("holdout") and "folds" not in overrides:
+        data.pop("folds", None)  # one given on the command line replaces the file's other way
+    if overrides.get("folds") and "holdout" not in overrides:
+        data.pop("holdout", None)
+    return parse_grid({**data, **overrides}, source=str(path))

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["split_questions", "holdout_selection", "selection_text"]
+__all__ = ["split_questions", "holdout_selection", "selection_text", "fold_questions", "folds_selection", "folds_text"]
 
 
 def split_questions(questions: Sequence[Mapping[str, Any]], share: float, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -97,3 +97,97 @@ def selection_text(s: Mapping[str, Any], metric: str) -> str:
             f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
             f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} held out ({s['delta_vs_baseline']:+.3f}"
             f"{p}): {verdict}. Quote the held-out figure.")
+
+
+# -- K-fold cross-validated selection ----------------------------------------------------------------------------
+
+def fold_questions(questions: Sequence[Mapping[str, Any]], k: int, seed: int = 0) -> list[list[str]]:
+    """``k`` folds of question ids, stratified as :func:`split_questions` (answerable questions by first tag, the
+    unanswerable ones apart): each stratum shuffled (seeded) and dealt round the folds, the dealing carried on from
+    one stratum to the next so that the folds differ in size by one question at most."""
+    strata: dict[tuple[bool, str], list[str]] = {}
+    for q in questions:
+        tags = list(q.get("tags") or [])
+        strata.setdefault((bool(q.get("answerable", True)), tags[0] if tags else ""), []).append(str(q["id"]))
+    rng = random.Random(seed)
+    folds: list[list[str]] = [[] for _ in range(k)]
+    n = 0
+    for key in sorted(strata):
+        ids = sorted(strata[key])
+        rng.shuffle(ids)
+        for i in ids:
+            folds[n % k].append(i)
+            n += 1
+    return [sorted(f) for f in folds]
+
+
+def folds_selection(records: Sequence[Mapping[str, Any]], *, metric: str, folds: int, seed: int, baseline_key: str,
+                    lower_better: bool = False, samples: int = 10000,
+                    candidates: Sequence[Sequence[str]] | None = None) -> dict[str, Any]:
+    """K-fold cross-validated selection: for each fold, the configuration ranked first on the other folds'
+    questions (among ``candidates[fold]`` when given: the keys a search of that fold evaluated) is scored on the
+    fold's own. Every answerable question is held out once, so the held-out score is the mean over all of them,
+    each scored by a configuration chosen without it: the figure to expect from the choice on new questions. The
+    optimism is the mean selection score (the chosen configuration on the questions it was chosen on, each fold
+    weighted by its held-out questions) minus that."""
+    from ..evaluate.significance import bootstrap_ci, paired_test
+
+    questions = records[0]["result"]["questions"]
+    per = {r["key"]: {q["id"]: (float("nan") if q["scores"].get(metric) is None else float(q["scores"][metric]))
+                      for q in r["result"]["questions"] if q["answerable"]} for r in records}
+    by_key = {r["key"]: r for r in records}
+    answerable = per[records[0]["key"]]
+    parts = [[i for i in f if i in answerable] for f in fold_questions(questions, folds, seed)]
+    if sum(1 for p in parts if p) < 2:
+        return {"folds": folds, "seed": seed, "problem": "too few answerable questions to make two folds"}
+    sign = 1.0 if lower_better else -1.0
+    rows, chosen_scores, base_scores = [], [], []
+    for f, held in enumerate(parts):
+        if not held:
+            continue
+        sel = [i for g, part in enumerate(parts) if g != f for i in part]
+        keys = [k for k in (candidates[f] if candidates is not None else by_key) if k in by_key]
+        if baseline_key not in keys:
+            keys.append(baseline_key)
+        best = min(keys, key=lambda k: (sign * _nan_last(_mean(per[k], sel), lower_better), by_key[k]["label"]))
+        held_scores = [per[best][i] for i in held]
+        chosen_scores.extend(held_scores)
+        base_scores.extend(per[baseline_key][i] for i in held)
+        rows.append({"fold": f + 1, "selection_questions": len(sel), "held_out_questions": len(held), "chosen": best,
+                     "chosen_label": by_key[best]["label"], "selection_score": _mean(per[best], sel),
+                     "held_out_score": float(np.nanmean(held_scores))})
+    x, y = np.array(base_scores), np.array(chosen_scores)
+    ok = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[ok], y[ok]
+    lo, hi = bootstrap_ci(y, n=samples, seed=seed)
+    held_out = float(y.mean())
+    selection = float(sum(r["selection_score"] * r["held_out_questions"] for r in rows)
+                      / sum(r["held_out_questions"] for r in rows))
+    differs = bool(np.any(x != y))
+    p = paired_test("randomization", x, y, n=samples, seed=seed) if differs else None
+    delta = held_out - float(x.mean())
+    counts: dict[str, int] = {}
+    for r in rows:
+        counts[r["chosen_label"]] = counts.get(r["chosen_label"], 0) + 1
+    better = delta < 0 if lower_better else delta > 0
+    return {"folds": folds, "seed": seed, "questions": int(len(y)), "per_fold": rows,
+            "chosen_counts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "selection_score": selection, "held_out_score": held_out, "held_out_ci": [lo, hi],
+            "optimism": selection - held_out, "baseline_held_out": float(x.mean()), "delta_vs_baseline": delta,
+            "p_vs_baseline": p, "beats_baseline": bool(better and p is not None and p < 0.05)}
+
+
+def folds_text(s: Mapping[str, Any], metric: str) -> str:
+    """The lines the sweep table ends with after a K-fold selection."""
+    if "problem" in s:
+        return f"{s['folds']}-fold selection: {s['problem']}"
+    verdict = ("it beats the baseline there" if s["beats_baseline"] else
+               "the baseline itself was chosen in every fold" if s["p_vs_baseline"] is None else
+               "not significantly better than the baseline there")
+    p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
+    chosen = ", ".join(f"{label} x{n}" for label, n in s["chosen_counts"].items())
+    return (f"{s['folds']}-fold selection: each fold chosen on the other folds' questions, scored on its own "
+            f"({s['questions']} questions in all): {metric} {s['selection_score']:.3f} where chosen, "
+            f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
+            f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} on the same questions "
+            f"({s['delta_vs_baseline']:+.3f}{p}): {verdict}. Chosen: {chosen}. Quote the held-out figure.")

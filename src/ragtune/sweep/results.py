@@ -52,6 +52,7 @@ class SweepResult:
     grid: Grid
     records: list[dict]
     baseline_key: str
+    search: dict[str, Any] | None = None  # a search's trials and settings (ragtune.sweep.search); None for a grid
 
     @property
     def metric(self) -> str:
@@ -167,7 +168,17 @@ class SweepResult:
 
     def selection(self) -> dict[str, Any] | None:
         """With a holdout share in the grid: the configuration chosen on the selection questions, scored on the
-        held-out ones (:func:`ragtune.sweep.holdout.holdout_selection`); None without one."""
+        held-out ones (:func:`ragtune.sweep.holdout.holdout_selection`); with folds, the K-fold cross-validated
+        choice (:func:`ragtune.sweep.holdout.folds_selection`, each fold among the configurations its search
+        evaluated when a search made the records); None without either."""
+        if self.grid.folds:
+            from .holdout import folds_selection
+
+            studies = (self.search or {}).get("studies")
+            return folds_selection(self.records, metric=self.metric, folds=self.grid.folds, seed=self.grid.seed,
+                                   baseline_key=self.baseline_key, lower_better=_lower_better(self.metric),
+                                   samples=self.grid.samples,
+                                   candidates=[s["candidates"] for s in studies] if studies else None)
         if not self.grid.holdout:
             return None
         from .holdout import holdout_selection
@@ -197,6 +208,7 @@ class SweepResult:
             "rank_could_change": sorted(self.unsettled()),
             "grid": dict(self.grid.raw),
             "configs": [_public(r) for r in self.ranked()],
+            **({"search": self.search} if self.search is not None else {}),
         }
 
     def write(self, out_dir: str | os.PathLike[str]) -> Path:
@@ -216,6 +228,10 @@ class SweepResult:
         lines = [f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval", head]
         units: set[str] = set()
         moved = self.unsettled()
+        shown = [(r["spec"]["chunker"], r.get("chunker_config", r["spec"]).get("size"),
+                  r.get("chunker_config", r["spec"]).get("overlap"), bool(r["spec"].get("prefix")), r["spec"]["retriever"],
+                  r["spec"].get("rerank"), r["spec"].get("candidates")) for r in self.records]
+        labelled = len(set(shown)) < len(shown)  # the columns do not tell every row apart: each row ends with its label
         for n, r in enumerate(self.ranked()[:limit], start=1):
             spec = r["spec"]
             retr = spec["retriever"] + (f"+{spec['rerank']}@{spec['candidates']}" if spec.get("rerank") else "")
@@ -235,7 +251,8 @@ class SweepResult:
             overlap = full.get("overlap", "-")
             values = "".join(f"{self.value(r, c):>{w}.3f}" for c in cols)
             lines.append(f"{n:>2}{'~' if r['key'] in moved else ' '} {spec['chunker']:<13}{size!s:>6}{overlap!s:>8} {'yes' if spec.get('prefix') else 'no':<7}"
-                         f"{retr:<18}{values}{_ms(self.latency(r)):>8}{_ms(self.latency(r, 'p95')):>8}  {cmp}")
+                         f"{retr:<18}{values}{_ms(self.latency(r)):>8}{_ms(self.latency(r, 'p95')):>8}  {cmp}"
+                         + (f"  {r['label']}" if labelled else ""))
             cis = "".join(f"{ci_text(self.ci(r, c), c):>{w}}" for c in cols)
             if cis.strip() or cmp_ci:
                 lines.append(f"{'':>{len(left)}}{cis}{'':>16}  {cmp_ci}".rstrip())
@@ -247,11 +264,15 @@ class SweepResult:
         if lat:
             lines.append(f"latency: end to end per question, query embedding included; median of {lat['repeats']} "
                          f"timings of {lat['questions']} questions, then p50/p95 across them (stages in results.json)")
+        if self.search is not None:
+            from .space import search_text
+
+            lines.append(search_text(self.search, self.metric))
         chosen = self.selection()
         if chosen is not None:
-            from .holdout import selection_text
+            from .holdout import folds_text, selection_text
 
-            lines.append(selection_text(chosen, self.metric))
+            lines.append((folds_text if self.grid.folds else selection_text)(chosen, self.metric))
         for note in (self.judged_note(), self.power_note()):
             if note:
                 lines.append(note)

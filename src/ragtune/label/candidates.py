@@ -1,0 +1,172 @@
+"""What a judge sees for one question: the sections to grade, and a search for the ones the pool missed.
+
+A question's candidates are the union of its pool (the holes of ``--pool`` for the question, or, for a question
+the pool file does not hold, the top ``depth`` of BM25, dense and hybrid retrieval over sections, built here),
+the anchors it already has a grade for, and the sections a drafter proposed. They are de-duplicated by anchor and
+shown in corpus order (document, then position), which says nothing about which system found what, or at which
+rank: the judge grades without knowing.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError, UnknownAnchorError
+from ..golden import GoldenItem
+
+__all__ = ["Candidate", "Candidates", "SYSTEMS", "question_terms"]
+
+SYSTEMS = ("bm25", "dense", "hybrid")
+MAX_TEXT = 6000  # characters of a section shown (the rest is behind the source link)
+
+_STOP = frozenset("""a an and are as at be by can do does for from how i if in is it its me my of on or should so that
+the this to use using was what when where which who why will with you your""".split())
+
+
+def question_terms(q: str) -> list[str]:
+    """The words of a question worth highlighting in a section: no stop words, no one- or two-letter words."""
+    words = re.findall(r"[A-Za-z0-9_][\w\-.]*[A-Za-z0-9_]|\w", q)
+    return list(dict.fromkeys(w.casefold() for w in words if len(w) > 2 and w.casefold() not in _STOP))
+
+
+@dataclass(frozen=True)
+class Candidate:
+    anchor: str
+    doc_id: str
+    title: str  # the heading path, " > " joined
+    text: str
+    location: dict[str, Any] = field(default_factory=dict)
+    order: tuple[int, int] = (0, 0)  # (document index, start offset): corpus order
+    in_corpus: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"anchor": self.anchor, "doc_id": self.doc_id, "title": self.title, "text": self.text,
+                "location": self.location, "in_corpus": self.in_corpus}
+
+
+class Candidates:
+    """Candidates and search over ``corpus``. ``pool`` maps question id -> hole anchors (a pool file's);
+    ``systems`` are the first stages pooled on the spot, ``depth`` hits each; ``embedder`` for dense and hybrid.
+    The retrievers are built on first use (or by :meth:`warm`, in a thread), once."""
+
+    def __init__(self, corpus: Corpus, *, pool: dict[str, list[str]] | None = None,
+                 systems: Sequence[str] = SYSTEMS, depth: int = 10, embedder: str | None = None,
+                 cache_dir: Any = None):
+        unknown = [s for s in systems if s not in SYSTEMS]
+        if unknown or not systems:
+            raise ConfigError(f"pool systems {', '.join(unknown) or '(none)'}: choose from {', '.join(SYSTEMS)}, "
+                              "e.g. --pool-systems bm25,dense")
+        self.corpus, self.pool, self.systems, self.depth = corpus, pool or {}, tuple(systems), depth
+        self.embedder, self.cache_dir = embedder, cache_dir
+        self._doc_index = {d.id: n for n, d in enumerate(corpus.documents)}
+        self._pipelines: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self.error: str | None = None
+        self._pooled: dict[str, tuple[str, list[str]]] = {}  # question id -> (text, anchors) pooled on the spot
+
+    # -- retrieval
+
+    @property
+    def ready(self) -> bool:
+        return all(s in self._pipelines for s in self.systems)
+
+    def warm(self) -> None:
+        """Build every retriever now (called in a thread at start; errors are kept for the page to show)."""
+        try:
+            for s in self.systems:
+                self._pipeline(s)
+        except Exception as e:  # noqa: BLE001 - shown on the page, the workbench keeps working on BM25
+            self.error = f"{type(e).__name__}: {e}"
+
+    def _pipeline(self, system: str):
+        built = self._pipelines.get(system)
+        if built is not None:  # searching a built retriever never waits for another one being built
+            return built
+        with self._lock:
+            if system not in self._pipelines:
+                from ..paths import default_cache_dir
+                from ..pipeline import PipelineConfig, Resources, build_pipeline
+
+                if not hasattr(self, "_resources"):
+                    from ..embed import DEFAULT_EMBEDDER
+
+                    self._resources = Resources(self.embedder or DEFAULT_EMBEDDER,
+                                                cache_dir=self.cache_dir or default_cache_dir())
+                chunker = "section" if self.corpus.kind in ("markdown", "documents", "memory") else "document"
+                flags: dict[str, Any] = {"chunker": chunker, "retriever": system, "prefix": True}
+                if self.embedder:
+                    flags["embedder"] = self.embedder
+                config = PipelineConfig.from_flags(flags)
+                self._pipelines[system] = build_pipeline(self.corpus, config, resources=self._resources)
+            return self._pipelines[system]
+
+    def _top(self, system: str, text: str, k: int) -> list[str]:
+        ranking = self._pipeline(system).retriever.search(text, k=k)
+        return list(dict.fromkeys(h.chunk.anchor for h in ranking.hits))
+
+    # -- what to show
+
+    def section(self, anchor: str) -> Candidate:
+        try:
+            span = self.corpus.resolve(anchor)
+        except UnknownAnchorError:
+            return Candidate(anchor, anchor.partition("#")[0], anchor, "(this anchor is not in the corpus: it may "
+                             "have been renamed; `ragtune golden check` suggests the closest)", in_corpus=False,
+                             order=(len(self._doc_index), 0))
+        doc = self.corpus[span.doc_id]
+        if span.section is not None:
+            sec = span.section
+            title = " > ".join((doc.title, *sec.heading_path)) if doc.title and (not sec.heading_path or
+                                                                                 sec.heading_path[0] != doc.title) \
+                else " > ".join(sec.heading_path) or sec.title
+            text, where = doc.text[sec.start:sec.own_end], doc.location(sec.start, sec.own_end)
+        else:
+            title, text, where = doc.title or doc.id, doc.text[span.start:span.end], doc.location(span.start, span.end)
+        text = text.strip()
+        if len(text) > MAX_TEXT:
+            text = text[:MAX_TEXT].rstrip() + "\n\n[...]"
+        return Candidate(span.anchor if span.section is not None else anchor, span.doc_id, title, text, where,
+                         (self._doc_index.get(span.doc_id, 0), span.start))
+
+    def pooled(self, item: GoldenItem) -> list[str]:
+        """The anchors pooled for ``item``: its pool file holes, else the systems' top ``depth`` (kept for the
+        question's text, so a reload shows the same pool)."""
+        if item.id in self.pool:
+            return list(self.pool[item.id])
+        cached = self._pooled.get(item.id)
+        if cached is not None and cached[0] == item.q:
+            return cached[1]
+        anchors: list[str] = []
+        for s in self.systems:
+            try:
+                anchors.extend(self._top(s, item.q, self.depth))
+            except Exception as e:  # noqa: BLE001 - a system that cannot be built leaves the others
+                self.error = f"{s}: {type(e).__name__}: {e}"
+        anchors = list(dict.fromkeys(anchors))
+        self._pooled[item.id] = (item.q, anchors)
+        return anchors
+
+    def for_question(self, item: GoldenItem, extra: Iterable[str] = ()) -> list[Candidate]:
+        """Every candidate of ``item`` (pool, graded anchors, proposed sections, ``extra``), in corpus order."""
+        proposed = [str(a) for a in item.draft.get("proposed", [])] if isinstance(item.draft.get("proposed"), list) \
+            else []
+        anchors = [*self.pooled(item), *item.relevant, *item.judged, *proposed, *extra]
+        seen: dict[str, Candidate] = {}
+        for a in anchors:
+            c = self.section(a)
+            seen.setdefault(c.anchor, c)
+        return sorted(seen.values(), key=lambda c: (c.order, c.anchor))
+
+    def search(self, text: str, k: int = 10) -> list[Candidate]:
+        """Sections for a judge's query (BM25, then dense when built), to add what the pool missed."""
+        if not text.strip():
+            return []
+        anchors = self._top("bm25", text, k)
+        if "dense" in self._pipelines:
+            anchors += self._top("dense", text, k)
+        return [self.section(a) for a in dict.fromkeys(anchors)][: 2 * k]

@@ -1,0 +1,277 @@
+"""A golden set file changed one question at a time, safely.
+
+Every change is a read-modify-write of the whole file under an exclusive lock (``flock`` on ``FILE.lock``, so
+two workbench servers on one file take turns), written to a temporary file in the same folder, flushed to disk
+and renamed over the original: a crash or a ``kill -9`` at any moment leaves either the old file or the new one,
+never half of one. The file is read again for every change, so an edit made in an editor or by another server
+is never overwritten.
+
+Each question has a revision (a hash of its JSON). A change names the revision it was made on; when the question
+changed since (another tab, another person), the change is refused with :class:`Conflict`, which carries the
+question as it now is: nobody's judgment is overwritten silently.
+
+A question the workbench adds is a draft (``"status": "draft"``, never scored) until it is judged: it is accepted
+when a section is graded relevant (1 or more) or when it is marked unanswerable. A draft drafted by ``golden
+draft`` keeps the sections it was drafted from as a proposal (``draft.proposed``) until a person grades them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, GoldenSetError
+from ..golden import GoldenItem, Judgment, parse_item
+
+__all__ = ["GoldenFile", "Conflict", "revision", "GRADES"]
+
+GRADES = (0, 1, 2)  # not relevant, partly relevant, answers it
+ORIGINS = ("workbench", "import", "telemetry", "draft")
+
+
+class Conflict(Exception):
+    """The question changed since the revision a change was made on (``current``: it as it is now, or None
+    when it was deleted)."""
+
+    def __init__(self, qid: str, current: GoldenItem | None):
+        self.qid, self.current = qid, current
+        what = "was deleted" if current is None else "was changed"
+        super().__init__(f"question {qid!r} {what} elsewhere (another tab or another person) since this page "
+                         "loaded it; your change was not saved: look at it as it is now and redo the change if it "
+                         "still holds")
+
+
+def revision(item: GoldenItem) -> str:
+    """The revision of one question: changes whenever anything about it changes."""
+    return hashlib.sha256(json.dumps(item.to_dict(), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+def normalise_question(q: str) -> str:
+    """A question's text for spotting duplicates: case, spacing and closing punctuation ignored."""
+    return re.sub(r"\s+", " ", q).strip().rstrip("?!. ").casefold()
+
+
+class GoldenFile:
+    """The golden set at ``path`` (JSONL; created at the first change when it does not exist yet)."""
+
+    def __init__(self, path: str | os.PathLike[str]):
+        self.path = Path(path)
+        if self.path.suffix.lower() != ".jsonl":
+            raise ConfigError(f"{self.path}: the workbench writes JSON Lines; give a .jsonl file (a YAML golden set "
+                              "is read by every command, but convert it to JSON Lines, one item per line with the same fields, to "
+                              "judge it here)"
+                              if self.path.suffix.lower() in (".yaml", ".yml") else
+                              f"{self.path}: the workbench writes JSON Lines; give a path ending in .jsonl")
+        if self.path.is_dir():
+            raise ConfigError(f"{self.path} is a folder; give the golden set's .jsonl file")
+        if self.path.exists() and not self.path.is_file():
+            raise ConfigError(f"{self.path} is not a regular file; give the golden set's .jsonl file")
+        self.lock_path = self.path.with_name(self.path.name + ".lock")
+        with self._locked():
+            self._clean_temporaries()
+            self.read()  # refuse a file that does not parse now, not at the first judgment
+
+    # -- reading
+
+    def read(self) -> list[GoldenItem]:
+        """Every question, in file order (an absent file is an empty set). A malformed file raises
+        :class:`GoldenSetError` with the line; duplicate ids too (each question is changed by its id)."""
+        if not self.path.exists():
+            return []
+        items: list[GoldenItem] = []
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except UnicodeDecodeError as e:
+            raise GoldenSetError(f"{self.path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+        seen: dict[str, int] = {}
+        for lineno, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            where = f"{self.path}:{lineno}"
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise GoldenSetError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); fix or remove the line "
+                                     "before opening the workbench") from None
+            item = parse_item(obj, where)
+            if item.id in seen:
+                raise GoldenSetError(f"{where}: duplicate question id {item.id!r} (first at line {seen[item.id]}); "
+                                     "the workbench changes questions by id: give each its own (`ragtune golden "
+                                     "check` lists every problem)")
+            seen[item.id] = lineno
+            items.append(item)
+        return items
+
+    def item(self, qid: str) -> GoldenItem | None:
+        return next((i for i in self.read() if i.id == qid), None)
+
+    # -- changing
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
+    def _temporary(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
+
+    def _clean_temporaries(self) -> None:
+        """Remove what a writer killed mid-write left behind (under the lock: no writer is active)."""
+        for p in self.path.parent.glob(f".{self.path.name}.tmp-*"):
+            with contextlib.suppress(OSError):
+                p.unlink()
+
+    def _write(self, items: Iterable[GoldenItem]) -> None:
+        tmp = self._temporary()
+        with open(tmp, "w", encoding="utf-8") as f:
+            for item in items:
+                f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+        fd = os.open(self.path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)  # the rename itself reaches the disk
+        finally:
+            os.close(fd)
+
+    def change(self, qid: str, rev: str | None, fn: Callable[[GoldenItem], GoldenItem | None]) -> GoldenItem | None:
+        """Apply ``fn`` to question ``qid`` if it is still at revision ``rev`` (None: whatever it is now) and
+        write the file; ``fn`` returns the new question, or None to delete it. Returns the new question."""
+        with self._locked():
+            items = self.read()
+            i = next((n for n, it in enumerate(items) if it.id == qid), None)
+            if i is None:
+                raise Conflict(qid, None) if rev is not None else GoldenSetError(f"no question {qid!r} in {self.path}")
+            if rev is not None and revision(items[i]) != rev:
+                raise Conflict(qid, items[i])
+            new = fn(items[i])
+            if new is None:
+                del items[i]
+            else:
+                problems = new.conflicts()
+                if problems:
+                    raise GoldenSetError(f"question {qid!r}: {problems[0]}")
+                items[i] = new
+            self._write(items)
+            return new
+
+    def add(self, questions: Iterable[Mapping[str, Any]], *, skip_known: bool = True) -> tuple[list[GoldenItem], int]:
+        """Append questions (``q``, optional ``tags``, ``id``, ``relevant``, ``status``, ``draft``: a golden item's
+        fields; without ``status`` and ``relevant`` a new question is a draft to judge). Returns the questions
+        added and how many were left out as already in the set (same id, or same text when ``skip_known``)."""
+        with self._locked():
+            items = self.read()
+            ids = {i.id for i in items}
+            texts = {normalise_question(i.q) for i in items}
+            added, skipped = [], 0
+            for n, obj in enumerate(questions, start=1):
+                obj = dict(obj)
+                q = str(obj.get("q") or "").strip()
+                if not q:
+                    raise GoldenSetError(f"question {n} to add has no text; write the question")
+                if (obj.get("id") is not None and str(obj["id"]) in ids) or (skip_known and normalise_question(q) in texts):
+                    skipped += 1
+                    continue
+                obj["q"] = q
+                obj.setdefault("relevant", [])
+                if "status" not in obj and not obj["relevant"]:
+                    obj["status"] = "draft"
+                if obj.get("status") == "draft":
+                    notes = dict(obj.get("draft") or {})
+                    notes.setdefault("origin", "workbench")
+                    if obj["relevant"]:  # sections a drafter proposed: a proposal until a person grades them
+                        notes.setdefault("proposed", list(obj["relevant"]))
+                        obj["relevant"] = []
+                    obj["draft"] = notes
+                if obj.get("id") is None:
+                    obj["id"] = _new_id(ids)
+                item = parse_item(obj, f"question {n} to add")
+                ids.add(item.id)
+                texts.add(normalise_question(item.q))
+                items.append(item)
+                added.append(item)
+            if added:
+                self._write(items)
+            return added, skipped
+
+
+def _new_id(ids: set[str]) -> str:
+    n = len(ids) + 1
+    while f"q{n}" in ids:
+        n += 1
+    return f"q{n}"
+
+
+# -- the changes a judge makes (pure functions of one question)
+
+def grade(item: GoldenItem, anchor: str, value: float | None, *, by: str, pool: str | None = None,
+          at: str | None = None) -> GoldenItem:
+    """``item`` with ``anchor`` graded ``value`` by ``by`` (0 not relevant, 1 partly, 2 answers it; None
+    withdraws the grade). The judgment record of that anchor replaces earlier ones (the label and its records
+    must agree). A question becomes accepted when it has a relevant section; one that loses its last relevant
+    section goes back to judging (a draft), unless it was marked unanswerable."""
+    if value is not None and value not in GRADES:
+        raise GoldenSetError(f"grade {value!r}: give 0 (not relevant), 1 (partly) or 2 (answers it)")
+    relevant, judged = dict(item.relevant), dict(item.judged)
+    was_answerable = bool(relevant)
+    relevant.pop(anchor, None)
+    judged.pop(anchor, None)
+    records = [j for j in item.judgments if j.anchor != anchor]
+    if value is not None:
+        (relevant if value > 0 else judged)[anchor] = float(value)
+        records.append(Judgment(anchor, float(value), by, at or now(), pool))
+    status, notes = item.status, dict(item.draft)
+    if relevant:
+        status = None
+    elif was_answerable:
+        status = "draft"
+    if status is None and "proposed" in notes and value is not None:
+        notes.pop("proposed")  # a person has graded: the drafter's proposal is no label
+    return replace(item, relevant=relevant, judged=judged, judgments=tuple(records), status=status, draft=notes)
+
+
+def mark_unanswerable(item: GoldenItem, value: bool) -> GoldenItem:
+    """``item`` accepted as a question the corpus cannot answer (``value``), or back to judging. A question with
+    relevant sections cannot be unanswerable: grade them 0 first."""
+    if value and item.relevant:
+        raise GoldenSetError(f"question {item.id!r} has {len(item.relevant)} section(s) graded relevant; grade "
+                             "them 0 before marking it unanswerable")
+    notes = dict(item.draft)
+    notes.pop("proposed", None) if value else None
+    if value:
+        return replace(item, status=None, draft=notes)
+    return replace(item, status=None if item.relevant else "draft", draft=notes)
+
+
+def edit(item: GoldenItem, *, q: str | None = None, tags: Iterable[str] | None = None) -> GoldenItem:
+    if q is not None and not q.strip():
+        raise GoldenSetError("a question needs its text; delete it instead of clearing it")
+    new_tags = item.tags if tags is None else tuple(dict.fromkeys(t.strip() for t in tags if t.strip()))
+    return replace(item, q=item.q if q is None else q.strip(), tags=new_tags)
+
+
+def status(item: GoldenItem) -> str:
+    """``judged`` (a relevant section), ``unanswerable`` (accepted without one), ``draft`` (proposed by a
+    drafter, not yet judged) or ``to judge``."""
+    if item.status != "draft":
+        return "judged" if item.relevant else "unanswerable"
+    return "draft" if item.draft.get("proposed") else "to judge"

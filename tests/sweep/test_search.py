@@ -1,0 +1,216 @@
+"""Searching a space with Optuna: validation before anything loads, conditional keys, the study in the sweep folder
+(resumed, repeated configurations served from the cache), pruning, and the held-out questions kept out of it."""
+
+import json
+
+import pytest
+
+optuna = pytest.importorskip("optuna")
+
+from ragtune import load_corpus, load_golden  # noqa: E402
+from ragtune.cli import main  # noqa: E402
+from ragtune.errors import GridError  # noqa: E402
+from ragtune.pipeline import PipelineConfig  # noqa: E402
+from ragtune.sweep import Search, load_plan, parse_grid, parse_space, sweep  # noqa: E402
+from ragtune.sweep.holdout import split_questions  # noqa: E402
+from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl  # noqa: E402
+from tests.sweep.noise import noise_corpus, noise_retriever  # noqa: E402
+
+SETTINGS = {k: v for k, v in SWEEP_GRID.items() if k != "grid"}
+
+
+def space(**keys):
+    return {**SETTINGS, "space": keys}
+
+
+@pytest.mark.parametrize("keys, message", [
+    ({"sise": [1]}, "space.sise: unknown key (did you mean 'size'?)"),
+    ({"chunker": ["fixed"], "size": {"low": 512, "high": 128}}, "space.size: an empty range, low 512 > high 128; swap them"),
+    ({"chunker": ["fixed"], "size": []}, "space.size: an empty list; give at least one choice"),
+    ({"chunker": ["fixed"], "size": {"low": 128, "high": 1000, "step": 64}},
+     "space.size: 128..1000 step 64 does not end on a step; use high = 960 or 1024"),
+    ({"chunker": ["fixed"], "size": {"low": 128.5, "high": 256}}, "space.size: size takes integers"),
+    ({"retriever": ["bm25"], "rrf_k": [30, 60]},
+     "space.rrf_k applies only to retrievers hybrid, milvus-hybrid, and the space's retriever choices are bm25: add "
+     "one of them to space.retriever, or remove rrf_k"),
+    ({"retriever": ["bm25"], "candidates": [20]}, "space.candidates applies only with a reranker, and the space has none"),
+    ({"chunker": ["section"], "overlap": [0, 32]}, "space.overlap applies only to chunkers fixed, recursive, markdown"),
+    ({"chunker": ["fixed"], "size": {"low": 64, "high": 512, "step": 64}, "overlap": {"low": 0, "high": 64, "step": 32}},
+     "[chunker=fixed, size=64, overlap=64]: FixedChunkerConfig: overlap=64 must be smaller than size=64"),
+    ({"retriever": ["hybrid"], "rrf_k": {"low": 10, "high": 100, "log": True, "step": 5}}, "a log range needs low > 0 and no step"),
+    ({"chunker": {"low": 1, "high": 2}}, "space.chunker: a list of names"),
+    ({"chunker": ["fixd"]}, "space.chunker: unknown chunker 'fixd'"),
+    ({"size": 512}, "space.size: a list of choices, such as [256, 512], or a range"),
+])
+def test_every_problem_of_a_space_is_named_with_its_fix_before_anything_loads(keys, message):
+    with pytest.raises(GridError) as e:
+        parse_space(space(**keys))
+    assert message in str(e.value)
+
+
+def test_problems_are_reported_together_and_a_grid_key_in_a_space_file_is_named():
+    with pytest.raises(GridError, match=r"3 problem\(s\)") as e:
+        parse_space({**SETTINGS, "grid": {}, "space": {"sise": [1], "k1": {"low": 2, "high": 1}}})
+    assert "a search reads its keys from [space]" in str(e.value) and "space.k1: an empty range" in str(e.value)
+
+
+def test_the_points_of_a_space_count_only_the_keys_that_apply():
+    _, s = parse_space(space(chunker=["fixed", "section"], size=[128, 256], overlap=[0, 32], prefix=[True, False],
+                             retriever=["bm25", "hybrid"], rrf_k=[30, 60, 90], rerank=["", "embedding"],
+                             candidates=[20, 50]))
+    # (fixed: 2 sizes x 2 overlaps + section: 1) x 2 prefixes x (bm25: 1 + hybrid: 3 rrf_k) x (none: 1 + 2 shortlists)
+    assert s.points == (2 * 2 + 1) * 2 * (1 + 3) * (1 + 2) == 120
+    lines = s.describe()
+    assert "overlap     2 choice(s): 0, 32 (only with chunkers fixed)" in lines
+    assert "candidates  2 choice(s): 20, 50 (only with reranker embedding)" in lines and lines[-1] == "points: 120"
+    _, stepped = parse_space(space(chunker=["fixed"], size={"low": 128, "high": 1024, "step": 64},
+                                   k1={"low": 0.6, "high": 2.0, "step": 0.2}, retriever=["bm25", "hybrid"],
+                                   rrf_k={"low": 10, "high": 200, "log": True}))
+    assert stepped.points == 15 * 8 * (1 + 191)  # integers on a log scale: every one of 10..200
+    _, cont = parse_space(space(chunker=["fixed"], size={"low": 128, "high": 1024, "step": 64}, retriever=["bm25"],
+                                b={"low": 0.3, "high": 1.0}))
+    assert cont.points is None and cont.describe()[-1].startswith("points: infinite (continuous range(s): b")
+    # a grid's lists read as a space hold as many points as the grid has configurations
+    _, as_space = parse_space(SWEEP_GRID, table="grid")
+    assert as_space.points == len(parse_grid(SWEEP_GRID).specs) == 6
+
+
+def test_suggestions_take_only_the_keys_that_apply_and_stay_on_the_steps():
+    _, s = parse_space(space(chunker=["fixed", "section"], size={"low": 128, "high": 512, "step": 64},
+                             overlap=[0, 32], retriever=["bm25", "hybrid"], rrf_k={"low": 10, "high": 200, "log": True},
+                             weights=[[1, 1], [1, 2]], k1={"low": 0.6, "high": 2.0, "step": 0.2},
+                             rerank=["", "embedding"], candidates=[20, 50]))
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=3))
+    seen = set()
+    for _ in range(150):
+        flags = s.suggest(study.ask())
+        assert ("size" in flags) == ("overlap" in flags) == (flags["chunker"] == "fixed")
+        assert ("rrf_k" in flags) == ("weights" in flags) == (flags["retriever"] == "hybrid")
+        assert ("candidates" in flags) == (flags["rerank"] == "embedding")
+        assert flags.get("size", 128) in range(128, 513, 64) and 10 <= flags.get("rrf_k", 10) <= 200
+        assert round(flags["k1"] * 5, 9) == round(flags["k1"] * 5) and flags.get("weights", [1, 1]) in ([1, 1], [1, 2])
+        seen.add(PipelineConfig.from_flags(flags, strict=True).key)  # every suggestion builds
+    assert len(seen) > 100
+
+
+@pytest.fixture
+def small(tmp_path):
+    corpus = load_corpus(write_files(tmp_path / "c", SWEEP_DOCS))
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", golden_rows(SWEEP_QUESTIONS)))
+    return corpus, golden, tmp_path
+
+
+def test_a_search_is_a_sweep_whose_study_resumes_and_serves_repeats_from_the_cache(small):
+    corpus, golden, tmp = small
+    grid, s = parse_space(space(chunker=["fixed", "section"], size=[8, 40], prefix=[True, False], retriever=["bm25"]))
+    assert s.points == 6
+    out = tmp / "out"
+    res = sweep(corpus, golden, Search(grid, s, sampler="random", trials=10, prune_share=0), out, show_progress=False)
+    trials = res.search["studies"][0]["trials"]
+    assert len(trials) == 10 and all(t["state"] == "complete" for t in trials)
+    keys = {t["key"] for t in trials}
+    assert len(keys) <= 6 and sum(t["cached"] for t in trials) == 10 - len(keys)  # a repeat is never re-evaluated
+    runs = {p.stem for p in (out / "runs").glob("*.json")}
+    assert runs == keys | {res.baseline_key}
+    data = json.loads((out / "results.json").read_text())
+    assert {c["key"] for c in data["configs"]} == runs and data["search"]["trials"] == 10
+    assert (out / "report.html").exists() and (out / "search.journal").exists()
+    assert "search (random, seed 0): 10 trials over a space of 6 points: 10 evaluated, 0 pruned" in res.table()
+    # the best trial's value is its mean on every answerable question (no holdout: all of them are selection)
+    best = res.search["studies"][0]["best"]
+    rec = next(r for r in res.records if r["key"] == best["key"])
+    assert best["value"] == pytest.approx(rec["result"]["metrics"]["recall@1"])
+    # a rerun continues the study to 14 trials in all; the first 10 are the same trials
+    again = sweep(corpus, golden, Search(grid, s, sampler="random", trials=14, prune_share=0), out, show_progress=False)
+    more = again.search["studies"][0]["trials"]
+    assert len(more) == 14 and more[:10] == trials
+    assert {p.stem for p in (out / "runs").glob("*.json")} == {t["key"] for t in more} | {res.baseline_key}
+
+
+def test_the_same_seed_gives_the_same_search(small):
+    corpus, golden, tmp = small
+    grid, s = parse_space(space(chunker=["fixed", "section"], size=[8, 16, 40], prefix=[True, False],
+                                retriever=["bm25"], k1={"low": 0.6, "high": 2.0, "step": 0.2}))
+    runs = [sweep(corpus, golden, Search(grid, s, trials=8, prune_share=0), tmp / f"o{i}", show_progress=False)
+            for i in range(2)]
+    params = [[t["params"] for t in r.search["studies"][0]["trials"]] for r in runs]
+    assert params[0] == params[1] and len({json.dumps(p, sort_keys=True) for p in params[0]}) > 3
+
+
+def test_pruned_trials_are_kept_with_their_partial_score_on_the_first_questions(tmp_path):
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path)
+        corpus, golden = load_corpus(c), load_golden(g)
+        grid, s = parse_space({"metric": "recall@5", "samples": 200, "seed": 1,
+                               "baseline": {"chunker": "document", "retriever": "noise"},
+                               "space": {"chunker": ["document"], "retriever": ["noise"],
+                                         "salt": {"low": 1, "high": 10_000}}})
+        out = tmp_path / "out"
+        res = sweep(corpus, golden, Search(grid, s, sampler="random", trials=24, prune_share=0.3), out,
+                    show_progress=False)
+    study = res.search["studies"][0]
+    pruned = [t for t in study["trials"] if t["state"] == "pruned"]
+    complete = [t for t in study["trials"] if t["state"] == "complete"]
+    assert pruned and complete and study["rung_questions"] == 24  # 30% of each tag's 40 answerable questions
+    for t in pruned:  # scored on the first questions only: a partial file, no run
+        assert t["value"] is None and t["rung"] is not None
+        assert (out / "partial" / f"{t['key']}.json").exists() and not (out / "runs" / f"{t['key']}.json").exists()
+    ids = split_questions(res.records[0]["result"]["questions"], 0.3, 1)[1]
+    for t in complete:  # the completed trials' first-questions scores come from their full runs: like for like
+        rec = next(r for r in res.records if r["key"] == t["key"])
+        q = {x["id"]: x["scores"]["recall@5"] for x in rec["result"]["questions"] if x["answerable"]}
+        assert t["rung"] == pytest.approx(sum(q[i] for i in ids if i in q) / sum(1 for i in ids if i in q))
+        worst_kept = min(x["rung"] for x in complete)
+    assert min(t["rung"] for t in pruned) <= worst_kept  # what is pruned scored low on the first questions
+    assert {r["key"] for r in res.records} == {t["key"] for t in complete} | {res.baseline_key}
+    assert f"{len(pruned)} pruned after 30% of the selection questions" in res.table()
+
+
+def test_the_held_out_questions_never_inform_the_search(tmp_path):
+    """Two golden sets that differ only on the held-out questions give the same trials, value for value."""
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path)
+        corpus, golden = load_corpus(c), load_golden(g)
+        rows = [json.loads(line) for line in g.read_text().splitlines()]
+        qs = [{"id": r["id"], "tags": r["tags"], "answerable": bool(r["relevant"])} for r in rows]
+        _, held = split_questions(qs, 0.4, 0)
+        for r in rows:
+            if r["id"] in held and r["relevant"]:
+                r["relevant"] = [f"d{(int(r['id'][1:]) + 7) % 20:02d}.md"]  # other answers for the held-out ones
+        other = load_golden(write_jsonl(tmp_path / "g2.jsonl", rows))
+        grid, s = parse_space({"metric": "recall@5", "samples": 200, "holdout": 0.4,
+                               "baseline": {"chunker": "document", "retriever": "noise"},
+                               "space": {"chunker": ["document"], "retriever": ["noise"],
+                                         "salt": {"low": 1, "high": 500}}})
+        a = sweep(corpus, golden, Search(grid, s, trials=10), tmp_path / "a", show_progress=False)
+        b = sweep(corpus, other, Search(grid, s, trials=10), tmp_path / "b", show_progress=False)
+    ta, tb = a.search["studies"][0]["trials"], b.search["studies"][0]["trials"]
+    assert [(t["params"], t["value"], t["state"]) for t in ta] == [(t["params"], t["value"], t["state"]) for t in tb]
+    assert a.selection()["held_out_ids"] == b.selection()["held_out_ids"] == [i for i in held if i.startswith("q")]
+    assert a.selection()["chosen"] == b.selection()["chosen"]
+    assert a.selection()["held_out_score"] != b.selection()["held_out_score"]  # the change was there to see
+
+
+def test_the_command_line_searches_a_space_file_and_dry_runs_print_its_size(small, capsys):
+    corpus, golden, tmp = small
+    path = tmp / "space.toml"
+    path.write_text('metric = "recall@1"\nk = [1, 5]\nsamples = 200\n[baseline]\nchunker = "section"\nretriever = "bm25"\n'
+                    '[space]\nchunker = ["fixed", "section"]\nsize = {low = 8, high = 40, step = 8}\n'
+                    'prefix = [true, false]\nretriever = ["bm25"]\n')
+    base = ["sweep", "--corpus", str(tmp / "c"), "--golden", str(tmp / "g.jsonl"), "--grid", str(path),
+            "--out", str(tmp / "o")]
+    assert main(base + ["--search", "tpe", "--trials", "5", "--dry-run"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip().splitlines()[-1] == "points: 12" and "size       8..40 step 8: 5 value(s)" in out
+    assert "search: tpe, 5 trials over a space of 12 points" in err and not (tmp / "o").exists()
+    assert main(base + ["--search", "random", "--trials", "4", "--seed", "2", "--prune-share", "0"]) == 0
+    out, _ = capsys.readouterr()
+    assert "search (random, seed 2): 4 trials over a space of 12 points" in out
+    assert json.loads((tmp / "o" / "results.json").read_text())["search"]["seed"] == 2
+    for extra, message in ((["--trials", "4"], "trials set(s) a search"),
+                           ([], "is a space file ([space]): search it"),
+                           (["--search", "tpe", "--holdout", "0.3", "--folds", "3"], "choose one way to hold")):
+        assert main(base + extra) == 2
+        assert message in capsys.readouterr().err
+    plan = load_plan(path, search="tpe", folds=3)
+    assert isinstance(plan, Search) and plan.grid.folds == 3 and plan.trials == 50 and plan.prune_share == 0.3
