@@ -106,7 +106,7 @@ def test_hybrid_counts_only_the_top_depth_of_a_retriever_that_ignores_k():
 
 def test_hybrid_config_defaults_and_bm25_part():
     c = HybridConfig()
-    assert (c.rrf_k, c.weights, c.fusion_depth, c.ann) == (60, None, 50, False)
+    assert (c.rrf_k, c.weights, c.fusion_depth, c.ann) == (60, None, 50, "auto")
     c = HybridConfig(k1=1.1, b=0.3, method="bm25+", stemmer=None, stopwords=None, weights=[1, 2])
     assert c.bm25 == BM25Config(k1=1.1, b=0.3, method="bm25+", stemmer=None, stopwords=None)
     assert c.weights == (1.0, 2.0) and all(type(x) is float for x in c.weights)
@@ -119,8 +119,8 @@ def test_hybrid_config_defaults_and_bm25_part():
     ({"rrf_k": 1.5}, "HybridConfig: rrf_k must be an integer, got 1.5"),
     ({"fusion_depth": 0}, "HybridConfig: fusion_depth=0 must be >= 1"),
     ({"fusion_depth": 2.0}, "HybridConfig: fusion_depth must be an integer, got 2.0"),
-    ({"ann": 1}, "HybridConfig: ann must be true or false, got 1"),
-    ({"ann": "yes"}, "HybridConfig: ann must be true or false, got 'yes'"),
+    ({"ann": 1}, "HybridConfig: ann must be true, false or 'auto', got 1"),
+    ({"ann": "yes"}, "HybridConfig: ann must be true, false or 'auto', got 'yes'"),
     ({"weights": (1.0,)}, "HybridConfig: weights are two numbers (bm25, dense), got [1.0]"),
     ({"weights": (1.0, 2.0, 3.0)}, "HybridConfig: weights are two numbers (bm25, dense), got [1.0, 2.0, 3.0]"),
     ({"weights": (1.0, -0.5)}, "HybridConfig: weights=-0.5 must be >= 0"),

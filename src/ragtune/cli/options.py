@@ -132,7 +132,7 @@ def _kind(base: Any, opt: Opt, default: Any) -> dict[str, Any]:
     origin, args = typing.get_origin(base), typing.get_args(base)
     if origin in (typing.Union, types.UnionType):
         inner = [a for a in args if a is not type(None)]
-        return _kind(inner[0], opt, default) if len(inner) == 1 else {}
+        return _kind(bool if bool in inner else inner[0], opt, default) if len(inner) == 1 or bool in inner else {}
     if origin is typing.Literal:
         return {"choices": list(args)}
     if origin in (tuple, list):

@@ -199,7 +199,7 @@ class Resources:
             return BM25Retriever.build(chunks, config)
         return _cached_bm25(chunks, config, self.cache_dir / "bm25")
 
-    def dense(self, chunks: Sequence[Chunk], *, ann: bool = False):
+    def dense(self, chunks: Sequence[Chunk], *, ann: bool | str = "auto"):
         from ..retrieve.dense import DenseRetriever
 
         if self.stored is not None and self.stored.vectors is not None:

@@ -81,6 +81,7 @@ class HybridRetriever:
 
 
 from .bm25 import BM25Config  # noqa: E402
+from .dense import ANN_AUTO_CHUNKS, AnnSetting, check_ann  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -88,21 +89,23 @@ class HybridConfig(BM25Config):
     """BM25 + dense fused by reciprocal rank fusion: BM25's options, plus how to fuse.
 
     ``rrf_k`` is the RRF constant, ``weights`` the (bm25, dense) weights, ``fusion_depth`` the
-    candidates taken from each retriever, ``ann`` approximate dense search."""
+    candidates taken from each retriever, ``ann`` approximate dense search (``"auto"``: by the number of chunks,
+    see :func:`ragtune.retrieve.dense.resolve_ann`)."""
 
     rrf_k: Annotated[int, Opt(
         "reciprocal rank fusion constant k: score 1/(k + rank); larger flattens the ranks")] = 60
     weights: Annotated[tuple[float, ...] | None, Opt(
         "weight of each fused ranking, BM25 first (e.g. 1,2 favours dense)")] = None
     fusion_depth: Annotated[int, Opt("hits taken from each ranking before fusing")] = 50
-    ann: Annotated[bool, Opt("approximate (HNSW) dense search instead of exact")] = False
+    ann: Annotated[AnnSetting, Opt(
+        "approximate (HNSW, usearch) dense search instead of exact; default auto: from "
+        f"{ANN_AUTO_CHUNKS:,} chunks on, when usearch is installed")] = "auto"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_range("HybridConfig", "rrf_k", self.rrf_k, lo=0, integer=True)
         check_range("HybridConfig", "fusion_depth", self.fusion_depth, lo=1, integer=True)
-        if not isinstance(self.ann, bool):
-            raise ConfigError(f"HybridConfig: ann must be true or false, got {self.ann!r}")
+        check_ann("HybridConfig", self.ann)
         if self.weights is not None:
             w = tuple(self.weights)
             if len(w) != 2:
