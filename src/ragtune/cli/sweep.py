@@ -11,13 +11,14 @@ from ..evaluate.match import MatchOptions
 from ..external.files import load_golden_or_qrels
 from ..golden import load_golden
 from .options import add_flags, add_ray_flags, kwargs, sweep_executor
-from ..sweep import load_plan, sweep
+from ..sweep import load_plan, log_to_mlflow, mlflow_uri, sweep
 from .render import render_compare, render_plan
 from ._common import command, int_in
 
 
 def cmd_sweep(args) -> int:
     plan = load_plan(args.grid, **kwargs(load_plan, args))  # a grid, or a search of a space: validated first
+    uri = None if args.mlflow is None else mlflow_uri(args.out, args.mlflow)  # no mlflow: fail before the sweep
     golden, corpus = load_golden(args.golden, split=args.split), load_corpus(args.corpus)
     plan = plan.resolved(corpus.kind)
     print(render_plan(plan, len(golden), args.out), file=sys.stderr)
@@ -27,6 +28,7 @@ def cmd_sweep(args) -> int:
     result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
+    if uri: print(f"mlflow: parent run {log_to_mlflow(args.out, result=result, uri=uri)} at {uri}", file=sys.stderr)
     return 0
 
 
@@ -37,10 +39,7 @@ def cmd_compare(args) -> int:
                      options=MatchOptions(**kwargs(MatchOptions, args)), **kwargs(compare, args))
     if args.out:
         report.write(args.out)
-    if args.json:
-        print(report.to_json())
-        return 0
-    print(render_compare(report, full=args.all, out=args.out))
+    print(report.to_json() if args.json else render_compare(report, full=args.all, out=args.out))
     return 0
 
 
@@ -50,6 +49,7 @@ def add(sub) -> None:
     p.add_argument("--grid", required=True, help="grid file, or a space file to --search (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
     add_flags(p, load_plan)  # --metric, --holdout, --folds, and a search's --search, --trials, --timeout, ...
+    p.add_argument("--mlflow", nargs="?", const="", metavar="URI", help="log runs to MLflow (default: OUT/mlruns)")
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")
     p.add_argument("--json", action="store_true", help="print results.json on standard output")

@@ -12,10 +12,11 @@ from .results import SweepResult, summarize
 from .runner import Executor, LocalExecutor, SweepJob, SweepStateError, run_config, run_sweep
 from .search import Search, load_plan, run_search
 from .space import Space, parse_space
+from .tracking import log_to_mlflow, mlflow_uri
 
 __all__ = ["Grid", "GridError", "Search", "Space", "SweepResult", "SweepStateError", "Executor", "LocalExecutor",
-           "SweepJob", "load_grid", "load_plan", "parse_grid", "parse_space", "render_report", "run_config", "run_grid",
-           "run_search", "run_sweep", "summarize", "sweep", "write_report"]
+           "SweepJob", "load_grid", "load_plan", "log_to_mlflow", "mlflow_uri", "parse_grid", "parse_space",
+           "render_report", "run_config", "run_grid", "run_search", "run_sweep", "summarize", "sweep", "write_report"]
 
 
 def run_grid(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.PathLike[str], *,
