@@ -105,8 +105,8 @@ def test_no_public_name_shadows_a_subpackage():
     # rt.evaluate (the verb, since the first release) is the one exception: `from ragtune.evaluate import X`
     # works, `import ragtune.evaluate.X as m` does not; no other name may join it
     assert subpackages & set(ragtune.__all__) == {"evaluate"}
-    code = ("import ragtune as rt; rt.run_grid; import ragtune.sweep.runner as r; from ragtune.sweep import sweep; "
-            "print(r.__name__, callable(rt.run_grid) and rt.run_grid is sweep)")
+    code = ("import ragtune as rt; rt.run_grid; import ragtune.sweep.runner as r; from ragtune.sweep import run_grid, "
+            "sweep; print(r.__name__, callable(rt.run_grid) and rt.run_grid is run_grid and callable(sweep))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.stdout.split() == ["ragtune.sweep.runner", "True"], out.stderr
 

@@ -12,7 +12,7 @@ from ragtune.cli import main  # noqa: E402
 from ragtune.errors import GridError  # noqa: E402
 from ragtune.pipeline import PipelineConfig  # noqa: E402
 from ragtune.sweep import Search, load_plan, parse_grid, parse_space, sweep  # noqa: E402
-from ragtune.sweep.holdout import split_questions  # noqa: E402
+from ragtune.sweep.holdout import fold_questions, split_questions  # noqa: E402
 from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl  # noqa: E402
 from tests.sweep.noise import noise_corpus, noise_retriever  # noqa: E402
 
@@ -214,3 +214,35 @@ def test_the_command_line_searches_a_space_file_and_dry_runs_print_its_size(smal
         assert message in capsys.readouterr().err
     plan = load_plan(path, search="tpe", folds=3)
     assert isinstance(plan, Search) and plan.grid.folds == 3 and plan.trials == 50 and plan.prune_share == 0.3
+
+
+def test_with_folds_each_fold_searches_its_own_selection_questions_and_chooses_among_its_trials(tmp_path):
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path, questions=60, unanswerable=3)
+        corpus, golden = load_corpus(c), load_golden(g)
+        grid, s = parse_space({"metric": "recall@5", "samples": 200, "folds": 3,
+                               "baseline": {"chunker": "document", "retriever": "noise"},
+                               "space": {"chunker": ["document"], "retriever": ["noise"],
+                                         "salt": {"low": 1, "high": 300}}})
+        res = sweep(corpus, golden, Search(grid, s, sampler="random", trials=5, prune_share=0), tmp_path / "out",
+                    show_progress=False)
+    studies = res.search["studies"]
+    assert [st["name"] for st in studies] == ["fold-1", "fold-2", "fold-3"]
+    assert all(len(st["trials"]) == 5 and st["selection_questions"] == 40 for st in studies)  # 2 of 3 folds
+    sel = res.selection()
+    records = {r["key"]: r for r in res.records}
+    folds = fold_questions(res.records[0]["result"]["questions"], 3, 0)
+
+    def mean_on(key, ids):
+        scores = {q["id"]: q["scores"]["recall@5"] for q in records[key]["result"]["questions"] if q["answerable"]}
+        return sum(scores[i] for i in ids if i in scores) / sum(1 for i in ids if i in scores)
+
+    for f, (st, fold) in enumerate(zip(studies, sel["per_fold"])):
+        ids = [i for g, part in enumerate(folds) if g != f for i in part]
+        for t in st["trials"]:  # each trial was scored on its fold's selection questions, never on the fold's own
+            assert t["value"] == pytest.approx(mean_on(t["key"], ids))
+        pool = st["candidates"] + [res.baseline_key]
+        assert fold["chosen"] == min(pool, key=lambda k: (-mean_on(k, ids), records[k]["label"]))  # ties: by label
+        assert fold["held_out_score"] == pytest.approx(mean_on(fold["chosen"], folds[f]))
+    assert {r["key"] for r in res.records} == {k for st in studies for k in st["candidates"]} | {res.baseline_key}
+    assert "in each of 3 fold searches" in res.table() and "3-fold selection" in res.table()

@@ -7,6 +7,11 @@ ranked on the *selection* part only, and the chosen one is scored on the *held-o
 the baseline on the same held-out questions. The optimism is the chosen configuration's selection score minus its
 held-out score: how much choosing flattered it. Nothing is run twice: the split reads the per-question scores every
 configuration already has.
+
+With ``folds = K`` (:func:`folds_selection`) the questions are dealt into K folds, stratified the same way, and each
+fold is scored by the configuration chosen on the other folds: every question is held out once, so the held-out
+figure is a mean over all of them, with its interval, and the optimism is the chosen configurations' score where they
+were chosen minus it.
 """
 
 from __future__ import annotations
@@ -181,8 +186,10 @@ def folds_text(s: Mapping[str, Any], metric: str) -> str:
     """The lines the sweep table ends with after a K-fold selection."""
     if "problem" in s:
         return f"{s['folds']}-fold selection: {s['problem']}"
+    worse = s["p_vs_baseline"] is not None and s["p_vs_baseline"] < 0.05 and not s["beats_baseline"]
     verdict = ("it beats the baseline there" if s["beats_baseline"] else
                "the baseline itself was chosen in every fold" if s["p_vs_baseline"] is None else
+               "significantly worse than the baseline there: choosing did harm" if worse else
                "not significantly better than the baseline there")
     p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
     chosen = ", ".join(f"{label} x{n}" for label, n in s["chosen_counts"].items())

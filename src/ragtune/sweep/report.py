@@ -41,10 +41,14 @@ def _columns(sweep: SweepResult) -> list[str]:
 
 
 def _selection_note(sweep: SweepResult) -> str | None:
-    from .holdout import selection_text
+    from .holdout import folds_text, selection_text
+    from .space import search_text
 
     chosen = sweep.selection()
-    return selection_text(chosen, sweep.metric) if chosen else None
+    notes = [search_text(sweep.search, sweep.metric)] if sweep.search is not None else []
+    if chosen:
+        notes.append((folds_text if sweep.grid.folds else selection_text)(chosen, sweep.metric))
+    return " ".join(notes) or None
 
 
 def _report_data(sweep: SweepResult) -> dict[str, Any]:
