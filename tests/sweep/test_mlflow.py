@@ -27,6 +27,9 @@ from ragtune.errors import APIError, SweepStateError
 from ragtune.sweep import log_to_mlflow, parse_grid, sweep
 from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
+# MLflow's own SQLAlchemy models use a loader strategy SQLAlchemy deprecates: not ragtune's to fix
+pytestmark = pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy is deprecated")
+
 GRID = {**SWEEP_GRID, "holdout": 0.3}
 CONFIGS = 6  # distinct configurations of SWEEP_GRID, the baseline among them
 
@@ -145,7 +148,7 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     assert parent.data.tags["ragtune.holdout.chosen"] == s["chosen"]
     assert parent.data.tags["ragtune.best"] == best["key"] and parent.data.tags["ragtune.metric"] == "recall@1"
     assert "Quote the held-out figure." in parent.data.tags["mlflow.note.content"]
-    assert parent.data.params["ks"] == "[1, 5]" and parent.data.params["configurations"] == str(CONFIGS)
+    assert parent.data.params["ks"] == "[1, 5]" and parent.data.metrics["configurations"] == CONFIGS
 
     # logged again, unchanged: the same runs, untouched
     before = {r.info.run_id: r.data.tags["ragtune.digest"] for r in runs}
@@ -153,6 +156,21 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     again = client.search_runs([exp.experiment_id])
     assert {r.info.run_id: r.data.tags["ragtune.digest"] for r in again} == before
     assert json.loads((out / "mlflow.json").read_text())["logged"][uri]["parent_run_id"] == parent_id
+
+    # the same folder chosen by 2-fold cross-validation instead: the fold figures join the same runs, and the
+    # holdout's choice, which no longer holds, is untagged
+    assert cli(swept, out, "--mlflow", "--folds", "2", "--holdout", "0") == 0
+    s = json.loads((out / "results.json").read_text())["selection"]
+    runs = client.search_runs([exp.experiment_id])
+    assert len(runs) == CONFIGS + 1
+    parent = next(r for r in runs if r.info.run_id == parent_id)
+    assert parent.data.metrics["folds_held_out_score"] == s["held_out_score"] and parent.data.metrics["folds"] == 2
+    assert parent.data.metrics["folds_optimism"] == s["optimism"]
+    assert json.loads(parent.data.tags["ragtune.folds.chosen_counts"]) == s["chosen_counts"]
+    assert "ragtune.holdout.chosen" not in parent.data.tags
+    children = [r for r in runs if r.info.run_id != parent_id]
+    assert sum(r.data.metrics["folds_chosen"] for r in children) == 2
+    assert not any("ragtune.holdout_chosen" in r.data.tags for r in children)
 
 
 def test_without_mlflow_the_sweep_fails_before_it_runs(swept, tmp_path, monkeypatch, capsys):

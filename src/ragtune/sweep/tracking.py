@@ -1,11 +1,11 @@
 """Experiment tracking: a finished sweep logged to MLflow, one run per configuration under a parent run.
 
 Works from what the sweep folder holds (``results.json``, ``sweep-state.json``, ``report.html``), so a sweep can
-be logged while it is written or long after::
+be logged once it has run, or long after::
 
     parent run  (name: the folder's name; tags ragtune.role=sweep, the fingerprints, the ranking settings)
-      params     ks, depth, configurations
-      metrics    the winner's score, the held-out figures (holdout)
+      params     ks, depth
+      metrics    configurations, the winner's score, the held-out figures (holdout_*, or folds_* for K folds)
       artifacts  results.json, report.html
       child run per configuration  (tags ragtune.role=config, ragtune.config_key, ragtune.label, ...)
         params     the pipeline configuration, flat: chunker, size, overlap, prefix, retriever, rrf_k, ...
@@ -38,7 +38,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import APIError, MissingDependencyError, SweepStateError
-from .holdout import selection_text
+from .holdout import folds_text, selection_text
 
 __all__ = ["log_to_mlflow", "mlflow_uri", "mlflow_runs", "metric_name", "DEFAULT_EXPERIMENT"]
 
@@ -128,8 +128,13 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
     m = metric_name(metric)
     configs = results["configs"]
     selection = results.get("selection") or None
-    chosen = selection.get("chosen") if selection else None
-    held = set(selection.get("held_out_ids") or []) if selection and "problem" not in selection else None
+    folds = bool(selection and "folds" in selection)  # K-fold selection, else one held-out split
+    usable = bool(selection and "problem" not in selection)
+    chosen = selection.get("chosen") if usable and not folds else None
+    held = set(selection.get("held_out_ids") or []) if usable and not folds else None
+    fold_wins = ({r["chosen"]: 0 for r in selection["per_fold"]} if usable and folds else {})
+    for r in selection["per_fold"] if usable and folds else []:
+        fold_wins[r["chosen"]] += 1
     moved = set(results.get("rank_could_change") or [])
     common = {"ragtune.sweep_id": sweep_id, "ragtune.version": __version__, "ragtune.metric": metric,
               **({"ragtune.corpus_fingerprint": str(state["corpus"])} if "corpus" in state else {}),
@@ -141,11 +146,11 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
                                               "ragtune.seed": str(results.get("seed")),
                                               "ragtune.correction": str(results.get("correction")),
                                               "mlflow.source.name": "ragtune sweep"})
-    parent.params = {"ks": _param(results.get("ks") or state.get("ks") or []), "depth": str(state.get("depth", "")),
-                     "configurations": str(len(configs))}
+    parent.params = {"ks": _param(results.get("ks") or state.get("ks") or []), "depth": str(state.get("depth", ""))}
+    parent.metric("configurations", len(configs))  # a metric: a resumed sweep may add some
     notes = [results.get("ranking")]
     if selection:
-        notes.append(selection_text(selection, metric))
+        notes.append((folds_text if folds else selection_text)(selection, metric))
     notes += [results.get("judged_note"), results.get("power_note")]
     parent.tags["mlflow.note.content"] = "\n\n".join(n for n in notes if n)[:_MAX_TAG]
     if configs:
@@ -154,19 +159,27 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
         parent.metric(f"best_{metric}", best["metrics"].get(metric))
     parent.metric("significant", sum(1 for c in configs if (c.get("vs_baseline") or {}).get("p_holm") is not None
                                      and c["vs_baseline"]["p_holm"] < 0.05))
-    if selection and "problem" not in selection:
-        parent.tags.update({"ragtune.holdout.chosen": selection["chosen"],
-                            "ragtune.holdout.chosen_label": selection["chosen_label"],
-                            "ragtune.holdout.beats_baseline": str(bool(selection["beats_baseline"])).lower()})
-        parent.metric("holdout_share", selection["share"])
-        for k in ("selection_questions", "held_out_questions", "selection_score", "held_out_score", "optimism",
-                  "baseline_held_out", "delta_vs_baseline", "p_vs_baseline"):
-            parent.metric(f"holdout_{k}", selection.get(k))
+    kind = "folds" if folds else "holdout"
+    if usable:
+        parent.tags[f"ragtune.{kind}.beats_baseline"] = str(bool(selection["beats_baseline"])).lower()
+        if folds:
+            parent.tags["ragtune.folds.chosen_counts"] = json.dumps(selection["chosen_counts"])[:_MAX_TAG]
+            parent.metric("folds", selection["folds"])
+            parent.metric("folds_questions", selection.get("questions"))
+        else:
+            parent.tags.update({"ragtune.holdout.chosen": selection["chosen"],
+                                "ragtune.holdout.chosen_label": selection["chosen_label"]})
+            parent.metric("holdout_share", selection["share"])
+            parent.metric("holdout_selection_questions", selection.get("selection_questions"))
+            parent.metric("holdout_held_out_questions", selection.get("held_out_questions"))
+        for k in ("selection_score", "held_out_score", "optimism", "baseline_held_out", "delta_vs_baseline",
+                  "p_vs_baseline"):
+            parent.metric(f"{kind}_{k}", selection.get(k))
         lo, hi = selection.get("held_out_ci") or (None, None)
-        parent.metric("holdout_held_out_ci_low", lo)
-        parent.metric("holdout_held_out_ci_high", hi)
+        parent.metric(f"{kind}_held_out_ci_low", lo)
+        parent.metric(f"{kind}_held_out_ci_high", hi)
     elif selection:
-        parent.tags["ragtune.holdout.problem"] = selection["problem"]
+        parent.tags[f"ragtune.{kind}.problem"] = selection["problem"]
     for name in ("report.html",):
         if (out / name).is_file():
             parent.files[name] = out / name
@@ -178,7 +191,9 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
                                      "ragtune.label": c["label"],
                                      "ragtune.is_baseline": str(c["key"] == results["baseline"]).lower(),
                                      "ragtune.rank_could_change": str(c["key"] in moved).lower()})
-        if selection and "problem" not in selection:
+        if usable and folds:
+            run.metric("folds_chosen", fold_wins.get(c["key"], 0))  # folds whose choice this configuration was
+        elif usable:
             run.tags["ragtune.holdout_chosen"] = str(c["key"] == chosen).lower()
         _flat("", {k: v for k, v in (c.get("chunker_config") or {}).items() if k != "name"}, run.params)
         _flat("", c["config"], run.params)  # the configuration as the grid set it wins over resolved defaults
@@ -264,6 +279,9 @@ def _log(client: Any, entities: Any, run_id: str, run: _Run, existing: Any) -> N
         client.log_artifact(run_id, str(path))
     for batch in _batches(tags, 100):  # last: the digest says the rest is there
         client.log_batch(run_id, tags=batch)
+    for key in existing.data.tags if existing is not None else ():
+        if key.startswith("ragtune.") and key not in run.tags and key != "ragtune.digest":
+            client.delete_tag(run_id, key)  # what no longer holds (a holdout's choice, once folds chose instead)
     with contextlib.redirect_stdout(io.StringIO()):  # MLflow prints links to a server's UI on standard output
         client.set_terminated(run_id, "FINISHED")
 
