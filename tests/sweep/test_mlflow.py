@@ -173,6 +173,12 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     assert not any("ragtune.holdout_chosen" in r.data.tags for r in children)
 
 
+def test_mlflow_is_imported_only_when_a_sweep_is_logged():
+    code = "import sys, ragtune.sweep, ragtune.cli; print(sorted(m for m in sys.modules if m.split('.')[0] == 'mlflow'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
 def test_without_mlflow_the_sweep_fails_before_it_runs(swept, tmp_path, monkeypatch, capsys):
     for name in ("mlflow", "mlflow.tracking"):
         monkeypatch.setitem(sys.modules, name, None)  # as if it were not installed
