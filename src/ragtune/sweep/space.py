@@ -461,5 +461,5 @@ def search_text(info: Mapping[str, Any], metric: str) -> str:
             b = s["best"]
             where = f"{s['name']}: " if len(studies) > 1 else ""
             line += (f" {where}best on its {s['selection_questions']} selection questions: {b['label']} {metric} "
-                     f"{b['value']:.3f} (trial {b['number']}).")
+                     f"{b['value']:.3f} (trial {b['number'] + 1}).")
     return line + " Every trial, pruned ones with their partial score, in results.json under search."

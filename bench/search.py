@@ -1,0 +1,111 @@
+"""A TPE search of a space of >= 500 points against the best of a 27-configuration grid, both chosen on the same
+selection questions and scored on the same held-out ones (issue 24's done-means).
+
+    python bench/search.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs \
+        --golden bench/golden/fastapi.jsonl --metric recall@5 --out out/bench-search-fastapi
+    python bench/search.py --corpus ../shared/datasets/scifact --golden ../shared/datasets/scifact --split test \
+        --metric ndcg@10 --out out/bench-search-scifact
+
+The grid is chunker x size x retriever (3 x 3 x 3); for a BEIR corpus, whose documents are short abstracts kept
+whole, hybrid retrieval's k1 x b x rrf_k (3 x 3 x 3) instead (GRIDS). The space is mostly retrieval-side (BM25
+k1 and b, rrf_k, fusion weights, the retriever) over a few chunk sizes, so that its embedding cost stays bounded.
+Both runs share the embedding cache; the grid runs first, so the search finds warm embeddings for the chunkings
+the grid embedded (say so when quoting wall times). Prints one JSON object: wall times, the space's size, the
+grid's and the search's choice on the selection questions, their held-out scores with intervals, the optimism of
+each, and the paired test of the search's choice against the grid's on the held-out questions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+
+from ragtune import load_corpus, load_golden  # noqa: E402
+from ragtune.evaluate.significance import paired_test  # noqa: E402
+from ragtune.sweep import Search, parse_grid, parse_space, run_grid, run_search  # noqa: E402
+
+# 27 configurations each; the baseline is the grid's first point
+GRIDS = {
+    "markdown": {"chunker": ["fixed", "recursive", "markdown"], "size": [256, 512, 1024],
+                 "retriever": ["bm25", "dense", "hybrid"]},
+    # abstracts: chunk sizes past a few hundred tokens are whole documents, so the grid varies retrieval instead
+    "beir": {"chunker": ["document"], "prefix": [True], "retriever": ["hybrid"],
+             "k1": [0.9, 1.2, 1.5], "b": [0.5, 0.75, 0.9], "rrf_k": [30, 60, 90]},
+}
+SPACES = {
+    "markdown": {"chunker": ["fixed", "recursive", "markdown", "section"], "size": [256, 512, 1024],
+                 "prefix": [True, False], "retriever": ["bm25", "dense", "hybrid"],
+                 "k1": {"low": 0.6, "high": 2.0, "step": 0.2}, "b": {"low": 0.3, "high": 1.0, "step": 0.1},
+                 "rrf_k": [20, 40, 60, 80, 100], "weights": [[1, 1], [1, 2], [2, 1]]},
+    "beir": {"chunker": ["document"], "prefix": [True, False], "retriever": ["bm25", "dense", "hybrid"],
+             "k1": {"low": 0.4, "high": 2.0, "step": 0.1}, "b": {"low": 0.2, "high": 1.0, "step": 0.05},
+             "rrf_k": {"low": 10, "high": 120, "step": 10}, "weights": [[1, 1], [1, 2], [2, 1], [1, 3]]},
+}
+
+
+def held(sel: dict) -> dict:
+    keep = ("chosen_label", "selection_score", "held_out_score", "held_out_ci", "optimism", "baseline_held_out",
+            "delta_vs_baseline", "p_vs_baseline", "selection_questions", "held_out_questions")
+    return {k: sel[k] for k in keep if k in sel}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--golden", required=True)
+    ap.add_argument("--split")
+    ap.add_argument("--metric", default="recall@5")
+    ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--holdout", type=float, default=0.3)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    corpus, golden = load_corpus(args.corpus), load_golden(args.golden, split=args.split)
+    kind = "beir" if corpus.kind not in ("markdown", "documents") else "markdown"
+    settings = {"metric": args.metric, "k": [5, 10, 20], "holdout": args.holdout, "seed": args.seed,
+                "samples": 2000}
+    lists = GRIDS[kind]
+    baseline = {k: v[0] for k, v in lists.items()}
+    grid = parse_grid({**settings, "baseline": baseline, "grid": lists})
+    assert len(grid.specs) == 27, len(grid.specs)
+    out = Path(args.out)
+    t0 = time.perf_counter()
+    g = run_grid(corpus, golden, grid, out / "grid", show_progress=True)
+    grid_s = time.perf_counter() - t0
+    sgrid, space = parse_space({**settings, "baseline": baseline, "space": SPACES[kind]})
+    t0 = time.perf_counter()
+    s = run_search(corpus, golden, Search(sgrid, space, sampler="tpe", trials=args.trials), out / "search",
+                   show_progress=True)
+    search_s = time.perf_counter() - t0
+    gsel, ssel = g.selection(), s.selection()
+    ids = gsel["held_out_ids"]
+
+    def per(result, label):
+        rec = next(r for r in result.records if r["label"] == label)
+        scores = {q["id"]: q["scores"][args.metric] for q in rec["result"]["questions"] if q["answerable"]}
+        return [scores[i] for i in ids]
+
+    x, y = per(g, gsel["chosen_label"]), per(s, ssel["chosen_label"])
+    trials = [t for st in s.search["studies"] for t in st["trials"]]
+    report = {
+        "corpus": args.corpus, "metric": args.metric, "questions": len(golden), "holdout": args.holdout,
+        "seed": args.seed, "grid": {"configurations": 27, "wall_s": round(grid_s, 1), **held(gsel)},
+        "search": {"sampler": "tpe", "trials": args.trials, "space_points": space.points,
+                   "evaluated": s.search["evaluated"], "pruned": sum(t["state"] == "pruned" for t in trials),
+                   "cached": sum(t["cached"] for t in trials), "wall_s": round(search_s, 1), **held(ssel)},
+        "search_minus_grid_held_out": sum(y) / len(y) - sum(x) / len(x),
+        "p_search_vs_grid_held_out": (paired_test("randomization", x, y, n=10000, seed=args.seed)
+                                      if x != y else None),
+    }
+    print(json.dumps(report, indent=1))
+    (out / "bench.json").write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
