@@ -150,7 +150,6 @@ class Workbench:
     def traffic(self) -> list[dict[str, Any]]:
         if self.log_path is None:
             raise ConfigError("no telemetry log: start the workbench with --log FILE (the log `serve` writes)")
-        from ..embed import DEFAULT_EMBEDDER, get_embedder
         from ..serve.run import open_log
         from .traffic import traffic_questions
 
@@ -160,7 +159,7 @@ class Workbench:
         finally:
             log.close()
         known = {gf.normalise_question(i.q) for i in self.golden.read()}
-        return traffic_questions(rows, get_embedder(self.embedder or DEFAULT_EMBEDDER), known=known)
+        return traffic_questions(rows, self.candidates.embedder_model(), known=known)
 
     def export(self) -> str:
         """The questions changed this session, as they are now (JSON Lines)."""
@@ -283,6 +282,13 @@ def start_warm_up(bench: Workbench) -> threading.Thread:
     """Build the retrievers, then pool every question, in the background (the page shows progress)."""
     def run() -> None:
         bench.candidates.warm()
+        if bench.log_path is not None:  # the traffic import embeds and clusters: load both now, not on the click
+            try:
+                import sklearn.cluster  # noqa: F401
+
+                bench.candidates.embedder_model().embed_queries(["warm up"])
+            except Exception:  # noqa: BLE001 - the import shows its own error
+                pass
         for item in bench.golden.read():
             try:
                 bench.candidates.pooled(item)

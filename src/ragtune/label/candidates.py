@@ -89,14 +89,9 @@ class Candidates:
             return built
         with self._lock:
             if system not in self._pipelines:
-                from ..paths import default_cache_dir
-                from ..pipeline import PipelineConfig, Resources, build_pipeline
+                from ..pipeline import PipelineConfig, build_pipeline
 
-                if not hasattr(self, "_resources"):
-                    from ..embed import DEFAULT_EMBEDDER
-
-                    self._resources = Resources(self.embedder or DEFAULT_EMBEDDER,
-                                                cache_dir=self.cache_dir or default_cache_dir())
+                self._make_resources()
                 chunker = "section" if self.corpus.kind in ("markdown", "documents", "memory") else "document"
                 flags: dict[str, Any] = {"chunker": chunker, "retriever": system, "prefix": True}
                 if self.embedder:
@@ -104,6 +99,20 @@ class Candidates:
                 config = PipelineConfig.from_flags(flags)
                 self._pipelines[system] = build_pipeline(self.corpus, config, resources=self._resources)
             return self._pipelines[system]
+
+    def embedder_model(self):
+        """The embedder the dense pool uses (made once, through the embedding cache): it also groups traffic."""
+        with self._lock:
+            self._make_resources()
+            return self._resources.embedder()
+
+    def _make_resources(self) -> None:
+        if not hasattr(self, "_resources"):
+            from ..embed import DEFAULT_EMBEDDER
+            from ..paths import default_cache_dir
+            from ..pipeline import Resources
+
+            self._resources = Resources(self.embedder or DEFAULT_EMBEDDER, cache_dir=self.cache_dir or default_cache_dir())
 
     def _top(self, system: str, text: str, k: int) -> list[str]:
         ranking = self._pipeline(system).retriever.search(text, k=k)
