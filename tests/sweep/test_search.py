@@ -246,3 +246,23 @@ def test_with_folds_each_fold_searches_its_own_selection_questions_and_chooses_a
         assert fold["held_out_score"] == pytest.approx(mean_on(fold["chosen"], folds[f]))
     assert {r["key"] for r in res.records} == {k for st in studies for k in st["candidates"]} | {res.baseline_key}
     assert "in each of 3 fold searches" in res.table() and "3-fold selection" in res.table()
+
+
+def test_a_trial_a_killed_run_left_running_is_asked_again(small):
+    corpus, golden, tmp = small
+    grid, s = parse_space(space(chunker=["fixed", "section"], size=[8, 40], prefix=[True, False], retriever=["bm25"]))
+    search = Search(grid, s, sampler="random", trials=3, prune_share=0)
+    out = tmp / "out"
+    sweep(corpus, golden, search, out, show_progress=False)
+    # a run killed mid-trial: the journal holds a trial that started and never finished
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(out / "search.journal")))
+    study = optuna.load_study(study_name=f"search-{search.resolved(corpus.kind).key}", storage=storage)
+    trial = study.ask()
+    flags = s.suggest(trial)
+    res = sweep(corpus, golden, Search(grid, s, sampler="random", trials=4, prune_share=0), out, show_progress=False)
+    trials = res.search["studies"][0]["trials"]  # the interrupted one is left out; its configuration ran again
+    assert len(trials) == 4 and all(t["state"] == "complete" for t in trials)
+    assert trials[-1]["params"] == trial.params and trials[-1]["number"] == trial.number + 1
+    assert PipelineConfig.from_flags(flags, strict=False).resolved(corpus.kind).key == trials[-1]["key"]
+    states = [t.state for t in optuna.load_study(study_name=study.study_name, storage=storage).trials]
+    assert states.count(optuna.trial.TrialState.FAIL) == 1
