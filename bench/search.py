@@ -8,7 +8,8 @@ selection questions and scored on the same held-out ones (issue 24's done-means)
 
 The grid is chunker x size x retriever (3 x 3 x 3); for a BEIR corpus, whose documents are short abstracts kept
 whole, hybrid retrieval's k1 x b x rrf_k (3 x 3 x 3) instead (GRIDS). The space is mostly retrieval-side (BM25
-k1 and b, rrf_k, fusion weights, the retriever) over a few chunk sizes, so that its embedding cost stays bounded.
+k1 and b, rrf_k, fusion weights, the retriever) over the grid's chunkings (and whole sections), prefix on, so that
+it embeds no more than the grid does (plus sections): on 2 shared cores, embedding is most of the cost.
 Both runs share the embedding cache; the grid runs first, so the search finds warm embeddings for the chunkings
 the grid embedded (say so when quoting wall times). Prints one JSON object: wall times, the space's size, the
 grid's and the search's choice on the selection questions, their held-out scores with intervals, the optimism of
@@ -37,15 +38,21 @@ GRIDS = {
     "beir": {"chunker": ["document"], "prefix": [True], "retriever": ["hybrid"],
              "k1": [0.9, 1.2, 1.5], "b": [0.5, 0.75, 0.9], "rrf_k": [30, 60, 90]},
 }
+# --bm25-only: no embedding at all (what finishes on 2 busy shared cores), chunking x BM25 parameters
+GRIDS["bm25"] = {"chunker": ["fixed", "recursive", "markdown"], "size": [256, 512, 1024], "retriever": ["bm25"],
+                 "k1": [0.9, 1.2, 1.5]}
 SPACES = {
     "markdown": {"chunker": ["fixed", "recursive", "markdown", "section"], "size": [256, 512, 1024],
-                 "prefix": [True, False], "retriever": ["bm25", "dense", "hybrid"],
+                 "prefix": [True], "retriever": ["bm25", "dense", "hybrid"],
                  "k1": {"low": 0.6, "high": 2.0, "step": 0.2}, "b": {"low": 0.3, "high": 1.0, "step": 0.1},
                  "rrf_k": [20, 40, 60, 80, 100], "weights": [[1, 1], [1, 2], [2, 1]]},
-    "beir": {"chunker": ["document"], "prefix": [True, False], "retriever": ["bm25", "dense", "hybrid"],
+    "beir": {"chunker": ["document"], "prefix": [True], "retriever": ["bm25", "dense", "hybrid"],
              "k1": {"low": 0.4, "high": 2.0, "step": 0.1}, "b": {"low": 0.2, "high": 1.0, "step": 0.05},
              "rrf_k": {"low": 10, "high": 120, "step": 10}, "weights": [[1, 1], [1, 2], [2, 1], [1, 3]]},
 }
+SPACES["bm25"] = {"chunker": ["fixed", "recursive", "markdown", "section"], "size": {"low": 128, "high": 1024, "step": 64},
+                  "overlap": [0, 32, 64], "prefix": [True, False], "retriever": ["bm25"],
+                  "k1": {"low": 0.6, "high": 2.0, "step": 0.2}, "b": {"low": 0.3, "high": 1.0, "step": 0.1}}
 
 
 def held(sel: dict) -> dict:
@@ -64,9 +71,10 @@ def main() -> int:
     ap.add_argument("--holdout", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--bm25-only", action="store_true", help="BM25 grid and space: nothing to embed")
     args = ap.parse_args()
     corpus, golden = load_corpus(args.corpus), load_golden(args.golden, split=args.split)
-    kind = "beir" if corpus.kind not in ("markdown", "documents") else "markdown"
+    kind = "bm25" if args.bm25_only else "beir" if corpus.kind not in ("markdown", "documents") else "markdown"
     settings = {"metric": args.metric, "k": [5, 10, 20], "holdout": args.holdout, "seed": args.seed,
                 "samples": 2000}
     lists = GRIDS[kind]
@@ -93,7 +101,7 @@ def main() -> int:
     x, y = per(g, gsel["chosen_label"]), per(s, ssel["chosen_label"])
     trials = [t for st in s.search["studies"] for t in st["trials"]]
     report = {
-        "corpus": args.corpus, "metric": args.metric, "questions": len(golden), "holdout": args.holdout,
+        "corpus": args.corpus, "design": kind, "metric": args.metric, "questions": len(golden), "holdout": args.holdout,
         "seed": args.seed, "grid": {"configurations": 27, "wall_s": round(grid_s, 1), **held(gsel)},
         "search": {"sampler": "tpe", "trials": args.trials, "space_points": space.points,
                    "evaluated": s.search["evaluated"], "pruned": sum(t["state"] == "pruned" for t in trials),

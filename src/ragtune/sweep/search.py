@@ -211,9 +211,9 @@ class _Trials:
             if trial.should_prune():
                 raise self.optuna.TrialPruned()
         if record is None:
-            grid = dataclasses.replace(self.search.grid, specs=(spec,))
-            record = next(r for r in run_sweep(self.corpus, self.golden, grid, self.out, show_progress=False,
-                                               executor=LocalExecutor(self.resources)) if r["key"] == spec.key)
+            grid = dataclasses.replace(self.search.grid, specs=(spec,), baseline=spec)  # this one only
+            record = run_sweep(self.corpus, self.golden, grid, self.out, show_progress=False,
+                               executor=LocalExecutor(self.resources))[0]
         scores = _scores(record["result"], self.metric)
         if self.rung and not reported:  # the same questions' scores from the full run: like for like
             trial.set_user_attr("rung", _mean(scores, self.rung))
