@@ -313,11 +313,15 @@ def run_workbench(
     embedder: Annotated[str | None, Opt("embedder of the dense and hybrid pools (default MiniLM)")] = None,
     host: Annotated[str, Opt("interface to listen on (default 127.0.0.1: this machine only)")] = "127.0.0.1",
     port: Annotated[int, Opt("port to listen on", lo=1, hi=65535)] = 8400,
-    api_key: str | None = None,
     insecure_no_key: Annotated[bool, Opt("allow listening beyond this machine without a key")] = False,
+    api_key_env: Annotated[str, Opt("environment variable holding the API key the page must send (needed beyond "
+                                    "this machine)")] = "RAGTUNE_API_KEY",
+    api_key: str | None = None,
 ) -> None:
-    """Serve the workbench for ``golden`` (created when it does not exist) over ``corpus`` until interrupted."""
+    """Serve the workbench for ``golden`` (created when it does not exist) over ``corpus`` until interrupted.
+    The API key is ``api_key``, else the value of the variable ``api_key_env`` (unset: no key)."""
     import getpass
+    import os
     import sys
 
     from ..corpus import load_corpus
@@ -329,6 +333,7 @@ def run_workbench(
         import uvicorn
     except ImportError:
         raise MissingDependencyError("the workbench needs the server: pip install 'ragtune[serve]'") from None
+    api_key = api_key or os.environ.get(api_key_env or "") or None
     warning = check_bind(host, api_key, insecure_no_key)
     check_port(port)
     corpus = corpus if isinstance(corpus, Corpus) else load_corpus(corpus)

@@ -1,7 +1,8 @@
 """What a judge sees for one question: the sections to grade, and a search for the ones the pool missed.
 
 A question's candidates are the union of its pool (the holes of ``--pool`` for the question, or, for a question
-the pool file does not hold, the top ``depth`` of BM25, dense and hybrid retrieval over sections, built here),
+the pool file does not hold, the top ``depth`` sections of BM25, dense and hybrid retrieval, each with its
+default chunking, built here),
 the anchors it already has a grade for, and the sections a drafter proposed. They are de-duplicated by anchor and
 shown in corpus order (document, then position), which says nothing about which system found what, or at which
 rank: the judge grades without knowing.
@@ -92,8 +93,9 @@ class Candidates:
                 from ..pipeline import PipelineConfig, build_pipeline
 
                 self._make_resources()
-                chunker = "section" if self.corpus.kind in ("markdown", "documents", "memory") else "document"
-                flags: dict[str, Any] = {"chunker": chunker, "retriever": system, "prefix": True}
+                # the default chunking of each first stage (sections for BM25, window-sized pieces returning their
+                # section for dense and hybrid; documents for a BEIR corpus): hits name sections either way
+                flags: dict[str, Any] = {"retriever": system}
                 if self.embedder:
                     flags["embedder"] = self.embedder
                 config = PipelineConfig.from_flags(flags)
@@ -134,6 +136,9 @@ class Candidates:
                                                                                  sec.heading_path[0] != doc.title) \
                 else " > ".join(sec.heading_path) or sec.title
             text, where = doc.text[sec.start:sec.own_end], doc.location(sec.start, sec.own_end)
+            first, _, rest = text.lstrip().partition("\n")
+            if first.lstrip("#").strip() == sec.title.strip():  # the heading is the card's title already
+                text = rest
         else:
             title, text, where = doc.title or doc.id, doc.text[span.start:span.end], doc.location(span.start, span.end)
         text = text.strip()

@@ -96,7 +96,7 @@ function drawList() {
   const shown = visible();
   const by = {};
   for (const q of S.questions) by[q.status] = (by[q.status] || 0) + 1;
-  $("#counts").textContent = `${S.questions.length} questions: ` +
+  $("#counts").textContent = `${S.questions.length} question${S.questions.length === 1 ? "" : "s"}: ` +
     ["to judge", "draft", "judged", "unanswerable"].map((s) => `${by[s] || 0} ${s}`).join(", ");
   for (const q of shown) {
     const li = document.createElement("li");
@@ -207,8 +207,15 @@ function drawCards(box, cands, area) {
   });
 }
 
+// a source location as a reader says it: "lines 4-6", "page 3", "cell 2"
 function where(loc) {
-  return Object.entries(loc).map(([k, v]) => `${k.replace("_", " ")} ${v}`).join(", ");
+  const out = [];
+  for (const [k, v] of Object.entries(loc)) {
+    if (k.endsWith("_end")) continue;
+    const end = loc[k + "_end"];
+    out.push(end !== undefined && end !== v ? `${k}s ${v}–${end}` : `${k.replace("_", " ")} ${v}`);
+  }
+  return out.join(", ");
 }
 
 // markdown as the loaders write it, drawn safely: code fences as <pre>, pipe tables as tables, paragraphs
