@@ -16,7 +16,7 @@ unanswerable questions (``u``). Then checks the written file against the referen
 Usage::
 
     python bench/label.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs \\
-        --golden bench/golden/fastapi.jsonl --questions 30 --out out/label-bench
+        --golden bench/golden/fastapi.jsonl --questions 30 --out out/label-bench [--depth 10]
 """
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ def main() -> int:
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--golden", required=True, help="the reference golden set the scripted judge follows")
     ap.add_argument("--questions", type=int, default=30)
+    ap.add_argument("--depth", type=int, default=10, help="hits per system pooled (ragtune label --depth)")
     ap.add_argument("--out", default="out/label-bench")
     ap.add_argument("--chromium", default=shutil.which("chromium") or shutil.which("chromium-browser"))
     ap.add_argument("--timeout", type=float, default=1800, help="seconds allowed for the start-up")
@@ -68,7 +69,9 @@ def main() -> int:
     from playwright.sync_api import expect, sync_playwright
 
     corpus = load_corpus(args.corpus)
-    reference = [i for i in load_golden(args.golden)][: args.questions]
+    items = list(load_golden(args.golden))
+    n = min(args.questions, len(items))  # evenly spaced over the set: its mix of kinds, unanswerable ones too
+    reference = [items[(i * len(items)) // n] for i in range(n)]
     out = Path(args.out)
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -77,7 +80,7 @@ def main() -> int:
     url = f"http://127.0.0.1:{port}"
     err = open(out / "label.err", "w")
     proc = subprocess.Popen([sys.executable, "-m", "ragtune", "label", "--corpus", args.corpus, "--golden",
-                             str(golden), "--port", str(port), "--judge", "bench"], stdout=subprocess.DEVNULL,
+                             str(golden), "--port", str(port), "--judge", "bench", "--depth", str(args.depth)], stdout=subprocess.DEVNULL,
                             stderr=err)
     rows, grade_ms = [], []
     try:
@@ -162,7 +165,7 @@ def main() -> int:
                 and by_q[ref.q].status is None)
     judgments = sum(len(i.judgments) for i in written.values())
     summary = {
-        "corpus": args.corpus, "reference": args.golden, "questions": len(reference),
+        "corpus": args.corpus, "reference": args.golden, "questions": len(reference), "depth": args.depth,
         "startup_s": round(startup, 1), "wall_s": round(wall, 1), "judgments": judgments,
         "grade_ms_median": round(statistics.median(grade_ms), 1),
         "grade_ms_p95": round(sorted(grade_ms)[int(0.95 * (len(grade_ms) - 1))], 1),

@@ -579,8 +579,9 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
     problems.extend(duplicate_heading_ids(corpus))
     summary = {
         "questions": len(golden),
-        "answerable": len(golden.answerable),
-        "unanswerable": len(golden.unanswerable),
+        # drafts are never scored: a draft without a relevant anchor is a question to judge, not an unanswerable one
+        "answerable": sum(1 for i in golden.answerable if i.status != "draft"),
+        "unanswerable": sum(1 for i in golden.unanswerable if i.status != "draft"),
         "tags": golden.tag_counts(),
         "relevant_anchors": sum(len(i.relevant) for i in golden),
         # the documents the relevant anchors point into (those found), and the corpus they were looked up in

@@ -12,6 +12,7 @@ import time
 import pytest
 
 from ragtune import load_corpus, load_golden
+from ragtune.golden import check_golden
 from ragtune.cli import main
 from ragtune.errors import ConfigError, GoldenSetError
 from ragtune.label import golden_file as gf
@@ -79,6 +80,8 @@ def test_from_no_file_to_judged_questions_every_change_on_disk_at_once(client, t
     # withdrawing the only relevant grade sends it back to judging, never to "unanswerable"
     _grade(c, qid, "kettle.md#kettle", None)
     assert json.loads(path.read_text())["status"] == "draft"
+    summary = check_golden(load_golden(path, strict=False), load_corpus(tmp_path / "c")).summary
+    assert (summary["answerable"], summary["unanswerable"], summary["drafts"]) == (0, 0, 1)
 
 
 def test_a_stale_revision_is_a_conflict_that_shows_the_current_question_and_overwrites_nothing(client, tmp_path):

@@ -187,7 +187,8 @@ def render_golden_report(report: Any, source: str) -> str:
     tags = ", ".join(f"{t} {n}" for t, n in s["tags"].items()) or "none"
     drafts = (f"\ndrafts: {s['drafts']} (never scored until accepted: ragtune golden review {source} --out "
               "accepted.jsonl)") if s.get("drafts") else ""
-    return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable), "
+    return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable"
+            f"{', %d drafts' % s['drafts'] if s.get('drafts') else ''}), "
             f"{s['relevant_anchors']} relevant anchors, all found, in {s['documents']} of the corpus's "
             f"{s['corpus_documents']} documents\ntags: {tags}{drafts}")
 
