@@ -251,3 +251,59 @@ def test_telemetry_questions_grouped_not_found_first_near_duplicates_merged(tmp_
     kettle = next(q for g in groups for q in g["questions"] if "kettle" in q["q"])
     assert kettle["q"] == "How do I descale my kettle?" and kettle["asked"] == 5  # spelling and wording merged
     assert kettle["variants"] == ["How do I descale the kettle?"]
+
+
+def test_kill_9_of_the_server_during_saves_leaves_a_valid_golden_set(tmp_path):
+    """The real `ragtune label` server, saving judgments as fast as two clients send them, killed with SIGKILL."""
+    import threading
+    import urllib.request
+
+    from tests.helpers import free_port
+
+    corpus = write_files(tmp_path / "c", SWEEP_DOCS)
+    path = write_jsonl(tmp_path / "g.jsonl", [{"id": f"q{i}", "q": f"question {i}", "relevant": [], "status": "draft"}
+                                              for i in range(50)])
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "ragtune", "label", "--corpus", str(corpus), "--golden", str(path),
+                             "--pool-systems", "bm25", "--port", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    anchors = load_corpus(corpus).anchors()
+    saved = []
+
+    def judge(offset):
+        n = offset
+        while proc.poll() is None:
+            n += 2
+            qid = f"q{n % 50}"
+            try:
+                with urllib.request.urlopen(url + f"/api/question/{qid}", timeout=10) as r:
+                    rev = json.loads(r.read())["rev"]
+                body = json.dumps({"rev": rev, "anchor": anchors[n % len(anchors)], "grade": 0}).encode()
+                req = urllib.request.Request(url + f"/api/question/{qid}/grade", data=body,
+                                             headers={**W, "Content-Type": "application/json"})
+                with urllib.request.urlopen(req, timeout=10):
+                    saved.append(n)
+            except OSError:
+                time.sleep(0.05)
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            urllib.request.urlopen(url + "/api/state", timeout=5).close()
+            break
+        except OSError:
+            time.sleep(0.2)
+    threads = [threading.Thread(target=judge, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    while len(saved) < 20 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)  # mid-stream: saves were being written
+    proc.wait()
+    for t in threads:
+        t.join(30)
+    assert len(saved) >= 20
+    golden = load_golden(path, strict=False)
+    assert len(golden) == 50 and sum(len(i.judged) for i in golden) >= len(saved)  # every answered save is on disk
+    assert main(["golden", "check", "--corpus", str(corpus), "--golden", str(path)]) == 0
