@@ -56,6 +56,15 @@ def wait_ready(url: str, proc: subprocess.Popen, timeout: float) -> float:
     raise SystemExit(f"the workbench was not ready in {timeout:g} s")
 
 
+def section_of(corpus, anchor: str) -> str:
+    """The section a judge grades for a reference anchor: the anchor's own section, or for a whole document
+    (``page.md``) its first section, the page's title (what a person marks when the page answers)."""
+    span = corpus.resolve(anchor)
+    if span.section is None and span.page is None and corpus[span.doc_id].sections:
+        return corpus[span.doc_id].sections[0].anchor
+    return span.anchor if span.section is not None else anchor
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--corpus", required=True)
@@ -100,7 +109,7 @@ def main() -> int:
                     keys += 1
                     page.keyboard.press(key)
 
-                want = {corpus.resolve(a).anchor: g for a, g in ref.relevant.items()}
+                want = {section_of(corpus, a): g for a, g in ref.relevant.items()}
                 t_q = time.monotonic()
                 press("a")
                 page.keyboard.type(ref.q)
@@ -161,7 +170,7 @@ def main() -> int:
     written = {i.id: i for i in load_golden(golden, strict=False)}
     by_q = {i.q: i for i in written.values()}
     agree = sum(1 for ref in reference
-                if ref.q in by_q and set(by_q[ref.q].relevant) == {corpus.resolve(a).anchor for a in ref.relevant}
+                if ref.q in by_q and set(by_q[ref.q].relevant) == {section_of(corpus, a) for a in ref.relevant}
                 and by_q[ref.q].status is None)
     judgments = sum(len(i.judgments) for i in written.values())
     summary = {

@@ -44,6 +44,7 @@ class Workbench:
         self.touched: dict[str, None] = {}  # question ids changed this session, in order
         self.graded_at: list[float] = []  # time of each grade given this session
         self.added: dict[str, list[str]] = {}  # question id -> anchors added by search, not graded yet
+        self._sizes: dict[tuple[str, str, int], int] = {}  # (question, revision, added) -> pool size
 
     # -- reading
 
@@ -58,7 +59,10 @@ class Workbench:
         if item.id not in self.candidates.pool and (item.id not in self.candidates._pooled or
                                                      self.candidates._pooled[item.id][0] != item.q):
             return None  # not pooled yet: known when the question is opened (or the warm-up reaches it)
-        return len(self.candidates.for_question(item, self.added.get(item.id, ())))
+        key = (item.id, revision(item), len(self.added.get(item.id, ())))
+        if key not in self._sizes:  # the list is drawn after every change: never resolve every pool again
+            self._sizes[key] = len(self.candidates.for_question(item, self.added.get(item.id, ())))
+        return self._sizes[key]
 
     @staticmethod
     def _complete(item: GoldenItem, pool: int | None) -> bool:
