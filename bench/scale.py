@@ -179,6 +179,14 @@ def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int) -> No
     import ragtune as rt
 
     peak = ChildPeak() if engine == "milvus" else None
+    start = time.perf_counter()
+
+    def heartbeat():  # a killed run still reports its peak memory so far
+        while True:
+            time.sleep(30)
+            emit(stage="so_far", seconds=round(time.perf_counter() - start), rss_mb=round(_hwm_kb() / 1024, 1))
+
+    threading.Thread(target=heartbeat, daemon=True).start()
     t0 = time.perf_counter()
     vectors = np.load(folder / "vectors.npy")
     qv, sources = np.load(folder / "queries.npy"), np.load(folder / "sources.npy")
@@ -289,6 +297,8 @@ def table(rows: list[dict]) -> str:
             rss = f"{rss:,.0f} + {m['milvus_server_mb']:,.0f} server"
         elif rss is not None:
             rss = f"{rss:,.0f}"
+        elif "so_far" in r:  # killed: the high-water mark at its last heartbeat
+            rss = f"{r['so_far']['rss_mb']:,.0f} so far"
         cell = lambda d, k, f="{:,}": f.format(d[k]) if k in d else "-"  # noqa: E731
         evals = f"{e['seconds']:,} ({e['questions']})" if e else "-"
         line = (f"| {r['engine']} | {r['chunks']:,} | {cell(b, 'seconds')} | {cell(s, 'p50_ms')} | "
