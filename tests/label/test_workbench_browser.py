@@ -240,3 +240,32 @@ def test_the_source_link_shows_the_section_in_its_document(site, browser):
     assert src.locator("#target").inner_text().startswith("## Cleaning")
     assert "Keep the dial" in src.locator("#doc").inner_text()  # the whole document around it
     assert errors == []
+
+
+def test_import_a_text_file_and_accept_a_draft_with_its_section_in_view(site, browser, tmp_path):
+    page, errors, requests = _open(browser, site["url"])
+    questions = tmp_path / "questions.txt"
+    questions.write_text(f"{KETTLE}\nHow long is delivery free?\n\n")  # one already in the set
+    page.keyboard.press("i")
+    page.set_input_files("#import-text-file", str(questions))
+    expect(page.locator("#import-text")).to_have_value(re.compile("delivery free"))
+    page.click("#import-text-go")
+    expect(page.locator("#import-result")).to_have_text("added 1, 1 already in the set")
+    page.click("#import-tabs button[data-tab='drafts']")
+    draft = {"id": "d1", "q": "Where do glasses go in the dishwasher?", "relevant": ["dishwasher.md#loading"],
+             "status": "draft", "draft": {"section": "dishwasher.md#loading", "kind": "paraphrase"}}
+    page.fill("#import-drafts", json.dumps(draft))
+    page.click("#import-drafts-go")
+    expect(page.locator("#import-result")).to_have_text("added 1, 0 already in the set")
+    page.keyboard.press("Escape")
+    page.click("#questions li:has-text('glasses go in the dishwasher')")
+    expect(page.locator("#q-status")).to_have_text("draft")
+    expect(page.locator("#pool .card[data-anchor='dishwasher.md#loading'] .proposed")).to_have_text(
+        "proposed by the drafter")
+    page.keyboard.press("y")  # accept the proposal: the person's grade 2
+    expect(page.locator("#q-status")).to_have_text("judged")
+    item = next(i for i in load_golden(site["golden"], strict=False) if i.id == "d1")
+    assert item.relevant == {"dishwasher.md#loading": 2.0} and item.judgments[0].by == "ana"
+    assert any(i.q == "How long is delivery free?" and i.status == "draft"
+               for i in load_golden(site["golden"], strict=False))
+    assert errors == [] and all(u.startswith(site["url"]) for u in requests)

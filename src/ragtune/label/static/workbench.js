@@ -552,6 +552,7 @@ window.addEventListener("DOMContentLoaded", async () => {
   $("#import-text-go").addEventListener("click", importText);
   $("#import-drafts-go").addEventListener("click", importDrafts);
   $("#import-traffic-go").addEventListener("click", importTraffic);
+  $("#import-text-file").addEventListener("change", async (e) => { const f = e.target.files[0]; if (f) $("#import-text").value = await f.text(); });
   $("#import-file").addEventListener("change", async (e) => { const f = e.target.files[0]; if (f) $("#import-drafts").value = await f.text(); });
   $("#import").addEventListener("close", () => { $("#import-result").textContent = ""; });
   try {
