@@ -31,7 +31,7 @@ demo: $(CORE)
 	$(PY) -m ragtune sweep --corpus docs --golden docs/golden.jsonl --grid examples/demo-grid.toml --out out/demo-sweep --top 10
 
 test: $(ALL)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n auto --dist loadfile
 
 bench-scifact: $(ALL)
 	$(PY) bench/beir.py --data ../shared/datasets/scifact --split test --retriever bm25,dense,hybrid
