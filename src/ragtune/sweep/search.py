@@ -51,7 +51,7 @@ from .space import Space, parse_space
 
 __all__ = ["Search", "load_plan", "run_search", "PRUNE_PERCENTILE"]
 
-PRUNE_PERCENTILE = 75.0  # Optuna's PercentilePruner keeps this top share of the trials: the bottom quarter is pruned
+PRUNE_PERCENTILE = 50.0  # Optuna's PercentilePruner keeps this top share of the trials: the bottom half is pruned
 SAMPLERS = ("tpe", "random")
 
 
@@ -250,7 +250,8 @@ class _Trials:
         grid = self.search.grid
         result = run_eval(build_pipeline(self.corpus, spec, resources=view), sub, ks=grid.ks, depth=grid.depth,
                           filters=spec.filter)
-        scores = _scores(json.loads(result.to_json(indent=None)), self.metric)
+        scores = {q.id: (math.nan if q.scores.get(self.metric) is None else float(q.scores[self.metric]))
+                  for q in result.questions if q.answerable}  # as _scores reads a record, without the JSON round trip
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, {"spec": spec.to_dict(), "scores": {k: (None if math.isnan(v) else v)
                                                                  for k, v in scores.items()}})
