@@ -2,6 +2,7 @@
 (resumed, repeated configurations served from the cache), pruning, and the held-out questions kept out of it."""
 
 import json
+import statistics
 
 import pytest
 
@@ -162,6 +163,22 @@ def test_pruned_trials_are_kept_with_their_partial_score_on_the_first_questions(
         assert t["rung"] == pytest.approx(sum(q[i] for i in ids if i in q) / sum(1 for i in ids if i in q))
         worst_kept = min(x["rung"] for x in complete)
     assert min(t["rung"] for t in pruned) <= worst_kept  # what is pruned scored low on the first questions
+    # the rule: a trial is pruned when its first-questions score falls below the median of the trials completed
+    # before it (not only the bottom quarter), and kept otherwise
+    startup = max(4, min(10, 24 // 5))
+    for t in study["trials"]:
+        before = sorted(x["rung"] for x in complete if x["number"] < t["number"])
+        if len(before) < startup or t["state"] not in ("pruned", "complete"):
+            continue
+        median = statistics.median(before)
+        assert (t["state"] == "pruned") == (t["rung"] < median), (t, median)
+    # a kept trial's full run reuses what its first-questions run built (one Resources for the whole study), and
+    # only completed trials are run in full and latency-timed
+    partial_first = [t for t in complete if (out / "partial" / f"{t['key']}.json").exists()]
+    assert partial_first
+    for t in partial_first:
+        stats = next(r for r in res.records if r["key"] == t["key"])["stats"]
+        assert stats["index_reused"] is True and stats["latency_ms"]["questions"] > 0
     assert {r["key"] for r in res.records} == {t["key"] for t in complete} | {res.baseline_key}
     assert f"{len(pruned)} pruned after 30% of the selection questions" in res.table()
 
