@@ -9,7 +9,7 @@ ready-made, so every cache lives here, behind one object:
   the corpus fingerprint, the chunker config and the ragtune release;
 - **first-stage indexes**, by :attr:`PipelineConfig.index_key`: in memory (LRU), and BM25 on disk under
   ``cache_dir/bm25`` keyed by the indexed texts, the BM25 config and the bm25s release;
-- **a stored version** (:class:`StoredIndex`): its chunks, BM25 folder, vectors, the folder a plugin retriever
+- **a stored version** (:class:`StoredIndex`): its chunks, BM25 folder, vectors and their HNSW graph, the folder a plugin retriever
   saved its own index in, and the engine record of a Milvus version. A stored version is used as it is: nothing
   is rechunked or re-embedded.
 
@@ -41,12 +41,14 @@ __all__ = ["Resources", "StoredIndex", "Chunking", "FirstStage"]
 @dataclass
 class StoredIndex:
     """What a store version already holds. ``chunking`` = (chunks, parents); ``bm25_dir`` a saved BM25 folder;
-    ``vectors`` the chunk vectors; ``index_dir`` the folder a retriever that saves its own index wrote;
-    ``engine`` the manifest's record of an outside engine's collection (Milvus)."""
+    ``vectors`` the chunk vectors; ``graph`` their saved HNSW graph (a :class:`~ragtune.retrieve.dense.SavedGraph`,
+    checked before use); ``index_dir`` the folder a retriever that saves its own index wrote; ``engine`` the
+    manifest's record of an outside engine's collection (Milvus)."""
 
     chunking: tuple[Sequence[Chunk], Sequence[Chunk]] | None = None
     bm25_dir: Path | None = None
     vectors: Any = None
+    graph: Any = None
     index_dir: Path | None = None
     engine: dict[str, Any] | None = None
 
@@ -205,7 +207,8 @@ class Resources:
         if self.stored is not None and self.stored.vectors is not None:
             import numpy as np
 
-            return DenseRetriever(chunks, np.asarray(self.stored.vectors), self.embedder(), ann=ann)
+            return DenseRetriever(chunks, np.asarray(self.stored.vectors), self.embedder(), ann=ann,
+                                  saved_graph=self.stored.graph)
         return DenseRetriever.build(chunks, self.embedder(), ann=ann)
 
 

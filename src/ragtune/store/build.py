@@ -54,9 +54,15 @@ def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, 
     stats: dict[str, Any] = {"documents_chunked": len(corpus), "chunks_new": len(chunks)}
     vectors, embedding, bm25, index = _artifacts(pipeline, resources, stats)
     v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
-                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, bm25=bm25, index=index)
+                            embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, bm25=bm25, index=index,
+                            graph=_dense(pipeline))
     store.promote_built(v.id, promote, before)
     return v
+
+
+def _dense(pipeline: Pipeline) -> Any:
+    """The built first stage's dense retriever (hybrid's part too), whose HNSW graph a version saves; None without."""
+    return next((r for r in _parts(pipeline.base) if hasattr(r, "save_graph")), None)
 
 
 def _artifacts(pipeline: Pipeline, resources: Resources, stats: dict[str, Any]) -> tuple[Any, Any, Any, Any]:
@@ -156,11 +162,13 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         if todo:
             vectors[todo] = emb.embed([chunks[i].embed_text for i in todo])
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
-    bm25 = index = None
+    bm25 = index = graph = None
     if not is_milvus(config):  # the first stage over the merged chunks and vectors, through the one builder
+        # no saved graph: the old version's indexes other vectors, so the graph is built over the merged ones
         resources.stored = StoredIndex(chunking=(chunks, parents), vectors=vectors)
         built = build_pipeline(corpus, config, resources=resources)
         _, _, bm25, index = _artifacts(built, resources, {})
+        graph = _dense(built)
     publish, discard = build_collection(store, config, chunks, vectors) if is_milvus(config) else (None, None)
     try:
         with store.locked():  # from the check of CURRENT to the promote: no other writer in between
@@ -169,7 +177,7 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
                 store.expect_current(old.id, doing="this refresh", kept="nothing was written", again=again)
             v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
                                     embedding=embedding, build_s=time.perf_counter() - t0, parent_version=old.id,
-                                    stats=stats, bm25=bm25, index=index, engine=publish)
+                                    stats=stats, bm25=bm25, index=index, engine=publish, graph=graph)
             if promote:
                 store.promote(v.id, expect=old.id, doing="this refresh", again=again)
     except BaseException:
@@ -192,8 +200,8 @@ def _checked_embedder(v: Any, config: Any, resources: Resources) -> Any:
 
 def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False,
                   milvus_uri: str | None = None) -> Pipeline:
-    """A ready :class:`Pipeline` from a stored version: chunks, BM25 index, vectors and a retriever's own saved
-    index are loaded, nothing is rebuilt. A version in Milvus searches its collection at the URI its manifest
+    """A ready :class:`Pipeline` from a stored version: chunks, BM25 index, vectors, their HNSW graph and a
+    retriever's own saved index are loaded, nothing is rebuilt (a saved graph that does not match is, with a note). A version in Milvus searches its collection at the URI its manifest
     records (or ``milvus_uri``: the same Milvus reached by another address)."""
     v = store.get(version)
     config = PipelineConfig.from_dict(v.manifest["config"])
@@ -209,12 +217,25 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
         _checked_embedder(v, config, resources)
         if not is_milvus(config):
             stored.vectors = store.vectors(v.id)
+            stored.graph = _saved_graph(v)
     # versions written before BM25 was stored have no bm25/ folder: it is rebuilt from the chunks
     stored.bm25_dir = v.path / "bm25"
     if (v.path / "index").is_dir():
         stored.index_dir = v.path / "index"
     resources.stored = stored
     return build_pipeline(store.corpus(v.id), config, resources=resources, version=v.id)
+
+
+def _saved_graph(v: VersionInfo) -> Any:
+    """The version's saved HNSW graph (checked by the dense retriever before use); None for a version written
+    without one (exact search, or written before graphs were saved): the graph is then built on load."""
+    from ..retrieve.dense import SavedGraph
+
+    rec = v.manifest.get("ann_graph")
+    if not isinstance(rec, dict) or not isinstance(rec.get("file"), str) or "/" in rec["file"]:
+        return None
+    vectors = (v.manifest.get("files") or {}).get("vectors.npy") or {}
+    return SavedGraph(v.path / rec["file"], rec, vectors.get("blake2b"))
 
 
 def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, resources: Resources,

@@ -13,6 +13,8 @@ Layout::
         chunks.jsonl          the chunks (spans, anchors, heading paths, embed text)
         parents.jsonl         small-to-big parents (when used)
         vectors.npy           float32 chunk vectors (dense and hybrid)
+        ann.usearch           their HNSW graph, when the version searches through one (usearch's format); recorded
+                              under ``ann_graph`` (not ``files``): a graph that does not match is rebuilt on load
         bm25/                 the BM25 index as bm25s writes it (.npy arrays, JSON vocabularies; bm25 and hybrid)
       building/               versions being written; a killed build leaves debris here, never in versions/
         .lock                 the store lock: writes, promotes, rollbacks and gc take it
@@ -80,6 +82,7 @@ _CURRENT_LIMIT = 4096  # a version id is a few bytes: CURRENT is never read past
 _HISTORY_LIMIT = 64 << 20
 DEFAULT_LOCK_TIMEOUT = 30.0
 _LOCK_NOTICE_S = 1.0  # say that we wait once the lock has been busy this long
+GRAPH_FILE = "ann.usearch"
 
 
 # A version is built from a PipelineConfig (chunking, first stage, embedder); rerank and filter apply at query time.
@@ -801,13 +804,16 @@ class IndexStore:
     def write_version(self, *, config: PipelineConfig, corpus: Corpus, chunks: list[Chunk], parents: list[Chunk],
                       vectors: np.ndarray | None, embedding: Mapping[str, Any] | None, build_s: float,
                       parent_version: str | None = None, stats: Mapping[str, Any] | None = None,
-                      bm25=None, index=None, engine: Callable[[str], Mapping[str, Any]] | None = None) -> VersionInfo:
+                      bm25=None, index=None, engine: Callable[[str], Mapping[str, Any]] | None = None,
+                      graph=None) -> VersionInfo:
         """Write a complete version under building/, sync every file and folder, then rename it into
         versions/ in one step. A failed write (disk full, ...) removes the partial folder and raises
         :class:`StoreError`; nothing is published. ``engine(version_id)``, when given, publishes the version's
         index in an outside engine (a Milvus collection) and returns what the manifest records as ``engine``.
         ``index``, a retriever that keeps an index of its own (its registry entry ``stores_index``), saves it
-        into the version's ``index/`` folder with ``index.save(folder)``."""
+        into the version's ``index/`` folder with ``index.save(folder)``. ``graph``, a dense retriever searching
+        through an HNSW graph, saves it as ``ann.usearch`` with ``graph.save_graph(path)``; the manifest records
+        under ``ann_graph`` what it returns, the file's size and hash, and the hash of the vectors it indexes."""
         try:
             self.versions_dir.mkdir(parents=True, exist_ok=True)
         except OSError as e:
@@ -836,8 +842,15 @@ class IndexStore:
                 if index is not None:
                     step = "index/"
                     index.save(tmp / "index")
+                graph_record = None
+                if graph is not None and vectors is not None:
+                    step = GRAPH_FILE
+                    graph_record = graph.save_graph(tmp / GRAPH_FILE)
                 step = "syncing the files"
                 files = _seal(tmp)
+                if graph_record is not None:  # a cache of the vectors: checked when loaded, never a damaged version
+                    graph_record = {**graph_record, **files.pop(GRAPH_FILE), "file": GRAPH_FILE,
+                                    "vectors_blake2b": files["vectors.npy"]["blake2b"]}
                 step = "the engine's index"
                 engine_info = dict(engine(vid)) if engine is not None else None
                 manifest = {
@@ -852,6 +865,8 @@ class IndexStore:
                 }
                 if engine_info is not None:
                     manifest["engine"] = engine_info
+                if graph_record is not None:
+                    manifest["ann_graph"] = graph_record
                 step = "manifest.json"
                 _write_json(tmp / "manifest.json", manifest)  # last: a folder without it is never a version
                 _fsync_dir(tmp)
