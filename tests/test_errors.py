@@ -14,6 +14,7 @@ BUILTIN = {
     "CorpusError": ValueError,
     "CorpusNotFoundError": FileNotFoundError,
     "GoldenSetError": ValueError,
+    "GoldenConflictError": ValueError,
     "UnknownAnchorError": KeyError,
     "MissingDependencyError": ImportError,
     "GridError": ValueError,

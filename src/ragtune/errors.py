@@ -10,6 +10,7 @@ naturally catch::
      +-- CorpusError            (ValueError)         a corpus file is malformed or empty
      +-- CorpusNotFoundError    (FileNotFoundError)  a corpus or golden-set path does not exist
      +-- GoldenSetError         (ValueError)         a golden set file is malformed
+          +-- GoldenConflictError                    a question changed since the revision a change was made on
      +-- UnknownAnchorError     (KeyError)           an anchor names nothing in the corpus
      +-- MissingDependencyError (ImportError)        an optional extra is not installed
      +-- GridError              (ValueError)         a sweep grid file is invalid
@@ -35,6 +36,7 @@ __all__ = [
     "CorpusError",
     "CorpusNotFoundError",
     "GoldenSetError",
+    "GoldenConflictError",
     "UnknownAnchorError",
     "MissingDependencyError",
     "GridError",
@@ -72,6 +74,15 @@ class CorpusNotFoundError(RagtuneError, FileNotFoundError):
 
 class GoldenSetError(RagtuneError, ValueError):
     """A golden set file is malformed."""
+
+
+class GoldenConflictError(GoldenSetError):
+    """A question of a golden set changed (another tab, another person) since the revision a change to it was
+    made on; nothing was written. ``qid`` names it, ``current`` is the question as it now is (None: deleted)."""
+
+    def __init__(self, message: str, *, qid: str | None = None, current: object = None):
+        super().__init__(message)
+        self.qid, self.current = qid, current
 
 
 class UnknownAnchorError(RagtuneError, KeyError):

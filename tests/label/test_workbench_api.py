@@ -206,11 +206,11 @@ def test_two_processes_on_one_file_lose_no_judgment(tmp_path):
 def test_kill_9_in_the_middle_of_saving_leaves_a_valid_file(tmp_path):
     path = write_jsonl(tmp_path / "g.jsonl", [{"id": f"q{i}", "q": f"question {i}", "relevant": [],
                                                "status": "draft"} for i in range(200)])
-    code = ("import sys; from ragtune.label.golden_file import GoldenFile, grade\n"
+    code = ("import os, sys; from ragtune.label.golden_file import GoldenFile, grade\n"
             "f = GoldenFile(sys.argv[1])\n"
             "n = 0\n"
             "while True:\n"
-            "    n += 1; f.change(f'q{n % 200}', None, lambda it: grade(it, f'doc{n}.md', 0, by='ana'))\n"
+            "    n += 1; f.change(f'q{n % 200}', None, lambda it: grade(it, f'doc{os.getpid()}-{n}.md', 0, by='ana'))\n"
             "    n == 1 and print('ready', flush=True)\n")
     for delay in (0.0, 0.013, 0.031, 0.047):  # writes follow each other: a kill lands mid-write or between
         before = path.read_bytes()

@@ -101,7 +101,7 @@ class Workbench:
     def _item(self, qid: str) -> GoldenItem:
         item = self.golden.item(qid)
         if item is None:
-            raise Conflict(qid, None)
+            raise gf.conflict(qid, None)
         return item
 
     def search(self, text: str, qid: str | None) -> list[dict[str, Any]]:

@@ -29,25 +29,25 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, GoldenSetError
+from ..errors import ConfigError, GoldenConflictError, GoldenSetError
 from ..golden import GoldenItem, Judgment, parse_item
 
-__all__ = ["GoldenFile", "Conflict", "revision", "GRADES"]
+__all__ = ["GoldenFile", "Conflict", "conflict", "revision", "GRADES"]
 
 GRADES = (0, 1, 2)  # not relevant, partly relevant, answers it
 ORIGINS = ("workbench", "import", "telemetry", "draft")
 
 
-class Conflict(Exception):
-    """The question changed since the revision a change was made on (``current``: it as it is now, or None
-    when it was deleted)."""
+Conflict = GoldenConflictError
 
-    def __init__(self, qid: str, current: GoldenItem | None):
-        self.qid, self.current = qid, current
-        what = "was deleted" if current is None else "was changed"
-        super().__init__(f"question {qid!r} {what} elsewhere (another tab or another person) since this page "
-                         "loaded it; your change was not saved: look at it as it is now and redo the change if it "
-                         "still holds")
+
+def conflict(qid: str, current: GoldenItem | None) -> GoldenConflictError:
+    """The error for a change made on a stale revision of question ``qid`` (``current``: it as it is now, or None
+    when it was deleted)."""
+    what = "was deleted" if current is None else "was changed"
+    return GoldenConflictError(f"question {qid!r} {what} elsewhere (another tab or another person) since this page "
+                               "loaded it; your change was not saved: look at it as it is now and redo the change "
+                               "if it still holds", qid=qid, current=current)
 
 
 def revision(item: GoldenItem) -> str:
@@ -160,9 +160,9 @@ class GoldenFile:
             items = self.read()
             i = next((n for n, it in enumerate(items) if it.id == qid), None)
             if i is None:
-                raise Conflict(qid, None) if rev is not None else GoldenSetError(f"no question {qid!r} in {self.path}")
+                raise conflict(qid, None) if rev is not None else GoldenSetError(f"no question {qid!r} in {self.path}")
             if rev is not None and revision(items[i]) != rev:
-                raise Conflict(qid, items[i])
+                raise conflict(qid, items[i])
             new = fn(items[i])
             if new is None:
                 del items[i]
