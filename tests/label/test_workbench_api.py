@@ -307,3 +307,17 @@ def test_kill_9_of_the_server_during_saves_leaves_a_valid_golden_set(tmp_path):
     golden = load_golden(path, strict=False)
     assert len(golden) == 50 and sum(len(i.judged) for i in golden) >= len(saved)  # every answered save is on disk
     assert main(["golden", "check", "--corpus", str(corpus), "--golden", str(path)]) == 0
+
+
+def test_a_question_opened_while_dense_is_still_building_is_pooled_by_what_is_built(corpus, tmp_path):
+    cands = Candidates(corpus, systems=["bm25", "dense"], depth=2)
+    bench = Workbench(corpus, GoldenFile(tmp_path / "g.jsonl"), cands, judge="ana")
+    c = TestClient(create_app(bench))
+    qid = _add(c, "How do I descale the kettle?")
+    q = c.get(f"/api/question/{qid}").json()  # nothing warmed: BM25 alone, built now; dense not waited for
+    assert "dense" not in cands._pipelines and "kettle.md#kettle" in [x["anchor"] for x in q["candidates"]]
+    first = len(q["candidates"])
+    assert c.get("/api/state").json()["questions"][0]["pool"] is None  # not the question's whole pool yet
+    cands.warm()
+    q = c.get(f"/api/question/{qid}").json()
+    assert "dense" in cands._pipelines and len(q["candidates"]) > first and q["pool"] == len(q["candidates"])

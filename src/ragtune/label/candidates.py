@@ -155,14 +155,18 @@ class Candidates:
         cached = self._pooled.get(item.id)
         if cached is not None and cached[0] == item.q:
             return cached[1]
+        # while the warm-up still builds a retriever (a first dense index embeds the corpus), pool with those
+        # built and keep nothing: the question is pooled again, whole, once they all are
+        systems = [s for s in self.systems if s in self._pipelines] or list(self.systems[:1])
         anchors: list[str] = []
-        for s in self.systems:
+        for s in systems:
             try:
                 anchors.extend(self._top(s, item.q, self.depth))
             except Exception as e:  # noqa: BLE001 - a system that cannot be built leaves the others
                 self.error = f"{s}: {type(e).__name__}: {e}"
         anchors = list(dict.fromkeys(anchors))
-        self._pooled[item.id] = (item.q, anchors)
+        if len(systems) == len(self.systems):
+            self._pooled[item.id] = (item.q, anchors)
         return anchors
 
     def for_question(self, item: GoldenItem, extra: Iterable[str] = ()) -> list[Candidate]:
