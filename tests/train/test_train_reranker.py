@@ -266,3 +266,28 @@ def test_a_time_box_that_cuts_training_says_so(data, tiny_base, tmp_path):
     assert (manifest["steps"], manifest["planned_steps"], manifest["cut_by"]) == (r.steps, 80, "max_minutes")
     r = train_reranker(corpus, golden, out_dir=tmp_path / "stepped", max_steps=3, **common)
     assert (r.steps, r.planned_steps, r.cut_by) == (3, 3, None)
+
+
+def test_bf16_is_used_only_where_the_cpu_has_it_natively(data, tiny_base, tmp_path, monkeypatch, capsys):
+    """On a CPU without native bfloat16 (AVX2 only), bf16 autocast is emulated, 17x slower than fp32 in a
+    measured linear layer: the default falls back to fp32 there and says so."""
+    import torch
+
+    from ragtune.train import trainer
+
+    _, corpus, golden = data
+    seen = []
+    real = torch.autocast
+
+    def spy(*a, **kw):
+        seen.append(kw.get("dtype"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(torch, "autocast", spy)
+    kw = dict(base=tiny_base, retriever="bm25", max_steps=1, max_length=48, validation_share=0.0, threads=1)
+    monkeypatch.setattr(trainer, "bf16_native", lambda: False)
+    train_reranker(corpus, golden, out_dir=tmp_path / "emulated", show_progress=False, **kw)
+    assert seen == [] and "training in fp32: this CPU has no native bfloat16" in capsys.readouterr().err
+    monkeypatch.setattr(trainer, "bf16_native", lambda: True)
+    train_reranker(corpus, golden, out_dir=tmp_path / "native", show_progress=False, **kw)
+    assert seen and set(seen) == {torch.bfloat16} and "training in fp32" not in capsys.readouterr().err
