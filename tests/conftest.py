@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FAQ, GUIDE, write_files
+from tests.helpers import CHROMIUM, CHROMIUM_ARGS, FAQ, GUIDE, write_files
 
 
 @pytest.fixture
@@ -18,3 +18,16 @@ def md_corpus(tmp_path: Path) -> Path:
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Tests never write the embedding cache into the working tree."""
     monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Debian chromium driven by Playwright (the browser tests: the sweep report, the workbench)."""
+    playwright = pytest.importorskip("playwright.sync_api")
+    if CHROMIUM is None:
+        pytest.skip("needs a chromium binary (apt-get install chromium)")
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()

@@ -23,6 +23,12 @@ import pytest
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 
 
+# Debian's chromium for the browser tests (the ``browser`` fixture in conftest.py drives it through Playwright)
+CHROMIUM = os.environ.get("RAGTUNE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync"]
+
+
 def shared_dataset(name: str) -> Path:
     """The folder of a shared dataset, or skip the calling test when it is absent."""
     path = SHARED / name

@@ -9,9 +9,7 @@ the network. Screenshots go to ``out/label-screenshots/`` (docs/guide/labeling.m
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ragtune import load_corpus, load_golden
+from ragtune import load_golden
 from ragtune.cli import main
 from tests.helpers import SWEEP_DOCS, free_port, write_files
 
@@ -29,11 +27,9 @@ playwright = pytest.importorskip("playwright.sync_api")
 expect = playwright.expect
 pytest.importorskip("uvicorn")
 pytest.importorskip("sklearn")
-CHROMIUM = os.environ.get("RAGTUNE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.helpers import CHROMIUM  # noqa: E402
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium binary (apt-get install chromium)")
 SHOTS = Path(__file__).resolve().parents[2] / "out" / "label-screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 KETTLE = "How do I descale the kettle?"
 
 
@@ -97,13 +93,6 @@ def site(tmp_path_factory):
         err.seek(0)
         print(err.read()[-2000:])
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, url):

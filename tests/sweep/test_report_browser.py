@@ -12,9 +12,7 @@ Needs Debian's chromium (``.ci/run`` installs it); skipped with a reason elsewhe
 """
 
 import json
-import os
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -24,11 +22,9 @@ from ragtune.sweep import parse_grid, sweep
 from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
 playwright = pytest.importorskip("playwright.sync_api")
-CHROMIUM = os.environ.get("RAGTUNE_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+from tests.helpers import CHROMIUM  # noqa: E402
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="needs a chromium binary (apt-get install chromium)")
 SHOTS = Path(__file__).resolve().parents[2] / "out" / "report-screenshots"
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync"]
 
 # two sized strategies (two heatmaps), identical configurations (prefix makes no difference to some),
 # BM25 next to dense retrieval (whose latency includes embedding the query)
@@ -54,13 +50,6 @@ def report(tmp_path_factory):
 def rich(tmp_path_factory):
     return _sweep(tmp_path_factory.mktemp("rich"), RICH_GRID)
 
-
-@pytest.fixture(scope="module")
-def browser():
-    with playwright.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _open(browser, path, width=900):
