@@ -1,4 +1,4 @@
-"""Checking an input path before anything opens it.
+"""Checking an input path before anything opens it; where the caches live; how many CPUs this process may use.
 
 Opening a FIFO blocks until a writer comes, and reading a device such as ``/dev/zero`` never ends, so every
 reader of a user-given file asks :func:`check_input_file` first: it says what the path is when it is not a
@@ -72,3 +72,13 @@ def default_cache_dir() -> Path:
         import tempfile
 
         return Path(tempfile.gettempdir()) / "ragtune-cache"
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on: its affinity mask where the system has one (``taskset``, a container's
+    cpuset, a batch scheduler's allocation), else all of the machine's. ``os.cpu_count()`` counts the machine's
+    even when the process is held to one core, and threads sized by it then queue on that core."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # no affinity call on this system (macOS, Windows)
+        return os.cpu_count() or 1

@@ -5,6 +5,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
 import urllib.request
 
@@ -209,6 +210,7 @@ def _read_only(folder):
 
 CHILD = """
 import sys
+import textwrap
 import numpy as np
 from ragtune.embed import CachedEmbedder, EmbeddingCache
 from tests.embed.test_onnx_and_cache import CountingEmbedder
@@ -308,3 +310,19 @@ def test_the_default_cache_is_per_user_not_the_working_directory(tmp_path, monke
     assert default_cache_dir() == tmp_path / "home" / ".cache" / "ragtune"
     monkeypatch.setenv("RAGTUNE_CACHE_DIR", str(tmp_path / "mine"))
     assert default_cache_dir() == tmp_path / "mine"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this system")
+def test_a_session_held_to_one_core_runs_one_thread():
+    """Held to one core (taskset, a container's cpuset), a model session sizes its threads by that core, not by
+    the machine's count: threads beyond the cores it may use only queue on them."""
+    code = textwrap.dedent("""
+        import os
+        import onnxruntime as ort
+        from ragtune.embed.onnx import bundled_minilm_model_path, cpu_session
+        from ragtune.paths import usable_cpus
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+        print(usable_cpus(), cpu_session(ort, bundled_minilm_model_path()).get_session_options().intra_op_num_threads)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["1", "1"]

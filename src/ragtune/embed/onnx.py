@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import ConfigError, MissingDependencyError
+from ..paths import usable_cpus
 from .base import l2_normalize
 
 __all__ = ["OnnxEmbedder", "bundled_minilm_model_path"]
@@ -53,10 +54,10 @@ def bundled_minilm_tokenizer_path() -> Path:
 
 def cpu_session(ort, model_path: str | os.PathLike[str], threads: int | None = None, *, inter_op_threads: int | None = None):
     """An onnxruntime CPU session as ragtune runs every model (embedders, cross-encoders): ``threads`` intra-op
-    threads (default up to 4) and idle threads that do not spin, so that they do not steal the cores from BM25
+    threads (default: the CPUs this process may use, up to 4) and idle threads that do not spin, so that they do not steal the cores from BM25
     and numpy between queries."""
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads or min(4, os.cpu_count() or 1)
+    opts.intra_op_num_threads = threads or min(4, usable_cpus())
     if inter_op_threads is not None:
         opts.inter_op_num_threads = inter_op_threads
     opts.log_severity_level = 3

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CorpusError
-from ...paths import default_cache_dir
+from ...paths import default_cache_dir, usable_cpus
 from ...types import Document, Section
 
 __all__ = ["Job", "extract", "document_to_dict", "document_from_dict", "DEFAULT_TIMEOUT_S"]
@@ -219,7 +219,7 @@ def extract(jobs: Sequence[Job], *, timeout_s: float = DEFAULT_TIMEOUT_S, cache_
         todo.append((job, path))
     if not todo:
         return out
-    n = workers or min(os.cpu_count() or 1, len(todo))
+    n = workers or min(usable_cpus(), len(todo))
     done: dict[str, tuple[Document | None, str | None]] = {}
     batch = 8 * max(n, 1)  # files handed to one pool at a time (a time-out restarts only its batch)
     for i in progress_iter(range(0, len(todo), batch), "extracting", enabled=show_progress and len(todo) > batch,
