@@ -183,6 +183,49 @@ def test_pruned_trials_are_kept_with_their_partial_score_on_the_first_questions(
     assert f"{len(pruned)} pruned after 30% of the selection questions" in res.table()
 
 
+def test_with_two_rungs_a_trial_is_pruned_after_a_tenth_or_after_the_rest_of_the_first_share(tmp_path):
+    """--prune-rungs 2: the median rule after 10% of the selection questions, then after 30% for the trials that
+    pass (the 10% are among the 30%, and only the other 20% are evaluated at the second rung)."""
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path)
+        corpus, golden = load_corpus(c), load_golden(g)
+        grid, s = parse_space({"metric": "recall@5", "samples": 200, "seed": 1,
+                               "baseline": {"chunker": "document", "retriever": "noise"},
+                               "space": {"chunker": ["document"], "retriever": ["noise"],
+                                         "salt": {"low": 1, "high": 10_000}}})
+        out = tmp_path / "out"
+        search = Search(grid, s, sampler="random", trials=40, prune_share=0.3, prune_rungs=2)
+        assert search.prune_shares == pytest.approx((0.1, 0.3))
+        res = sweep(corpus, golden, search, out, show_progress=False)
+    study = res.search["studies"][0]
+    questions = res.records[0]["result"]["questions"]
+    answerable = {q["id"] for q in questions if q["answerable"]}
+    rungs = [[i for i in split_questions(questions, share, 1)[1] if i in answerable] for share in (0.1, 0.3)]
+    assert set(rungs[0]) < set(rungs[1]) and study["rungs"] == [len(rungs[0]), len(rungs[1])] == [8, 24]
+    pruned = [t for t in study["trials"] if t["state"] == "pruned"]
+    complete = [t for t in study["trials"] if t["state"] == "complete"]
+    assert {t["step"] for t in pruned} == {0, 1}  # some pruned at each rung
+    full = {r["key"]: {q["id"]: q["scores"]["recall@5"] for q in r["result"]["questions"] if q["answerable"]}
+            for r in res.records}
+
+    def mean(scores, ids):
+        return sum(scores[i] for i in ids) / len(ids)
+
+    startup = max(4, min(10, 40 // 5))
+    for t in pruned:
+        saved = json.loads((out / "partial" / f"{t['key']}.json").read_text())["scores"]
+        assert set(saved) == set(rungs[t["step"]])  # evaluated as far as its rung, no further
+        assert t["rung"] == pytest.approx(mean(saved, rungs[t["step"]]))
+        before = [mean(full[x["key"]], rungs[t["step"]]) for x in complete if x["number"] < t["number"]]
+        assert len(before) >= startup and t["rung"] < statistics.median(before)
+        if t["step"] == 1:  # it passed the first rung
+            first = [mean(full[x["key"]], rungs[0]) for x in complete if x["number"] < t["number"]]
+            assert mean(saved, rungs[0]) >= statistics.median(first)
+    for t in complete:  # kept: never below the median at a rung it reached
+        assert t["rung"] == pytest.approx(mean(full[t["key"]], rungs[1]))
+    assert f"{len(pruned)} pruned after 10%, 30% of the selection questions" in res.table()
+
+
 def test_the_held_out_questions_never_inform_the_search(tmp_path):
     """Two golden sets that differ only on the held-out questions give the same trials, value for value."""
     with noise_retriever():

@@ -14,9 +14,10 @@
   trials, but a configuration two of them suggest is evaluated once.
 - **Pruning**: before a full evaluation, a trial is scored on a first share of its selection questions (seeded,
   stratified as the holdout split); after the first trials it is pruned when that score falls below the median
-  of the completed trials' scores on the same questions (Optuna's ``PercentilePruner`` at 50, its
-  ``MedianPruner`` rule; the bottom quarter pruned too few trials to pay for their first-questions runs). Pruned
-  trials are kept in the study with their partial score, and listed in ``results.json`` under ``search``; they
+  of the completed trials' scores on the same questions (the median rule; the bottom quarter pruned too few
+  trials to pay for their first-questions runs). With ``prune_rungs`` N there are N such shares, each a third of
+  the next (nested: the first tenth is part of the first 30%), and a trial that passes one is scored on the rest
+  of the next, each rung judged on its own questions (:func:`_rung_pruner`). Pruned trials are kept in the study with their partial score, and listed in ``results.json`` under ``search``; they
   are neither run in full nor latency-timed. Configurations that finish are scored on the same questions from
   their full run (which reuses the chunking and index the first-questions run built: one
   :class:`~ragtune.pipeline.Resources` serves the whole search), so the comparison is like for like.
@@ -50,11 +51,11 @@ from .grid import Grid, load_grid, read_settings_file
 from .holdout import fold_questions, split_questions
 from .results import SweepResult, _lower_better, summarize
 from .runner import LocalExecutor, _resumable, _write_atomic, golden_fingerprint, run_sweep
-from .space import Space, parse_space
+from .space import Space, parse_space, share_text
 
 __all__ = ["Search", "load_plan", "run_search", "PRUNE_PERCENTILE"]
 
-PRUNE_PERCENTILE = 50.0  # Optuna's PercentilePruner keeps this top share of the trials: the bottom half is pruned
+PRUNE_PERCENTILE = 50.0  # the rung pruner keeps this top share of the trials: the bottom half is pruned
 SAMPLERS = ("tpe", "random")
 
 
@@ -70,6 +71,7 @@ class Search:
     trials: int = 50
     timeout: float | None = None
     prune_share: float = 0.3
+    prune_rungs: int = 1
 
     def __post_init__(self) -> None:
         if self.sampler not in SAMPLERS:
@@ -81,6 +83,17 @@ class Search:
         if not 0 <= self.prune_share < 1:
             raise ConfigError(f"prune_share: expected a share of the selection questions from 0 (no pruning) up "
                               f"to but below 1, such as 0.3; got {self.prune_share!r}")
+        if isinstance(self.prune_rungs, bool) or not isinstance(self.prune_rungs, int) or not 1 <= self.prune_rungs <= 4:
+            raise ConfigError(f"prune_rungs: expected 1 to 4 rungs (shares of the questions a trial may be pruned "
+                              f"after), got {self.prune_rungs!r}")
+
+    @property
+    def prune_shares(self) -> tuple[float, ...]:
+        """The shares of the selection questions after which a trial may be pruned: ``prune_rungs`` of them, each
+        a third of the next, the last ``prune_share`` (0.3 and 2 rungs: 0.1, then 0.3)."""
+        if not self.prune_share:
+            return ()
+        return tuple(self.prune_share / 3 ** (self.prune_rungs - 1 - i) for i in range(self.prune_rungs))
 
     # what a grid offers the plan line and the dry run
     specs = property(lambda self: ())
@@ -103,7 +116,7 @@ class Search:
         size = f"{n:,} points" if n is not None else "infinitely many points (continuous ranges)"
         held = (f", {self.grid.folds} folds (one search per fold)" if self.grid.folds else
                 f", holdout {self.grid.holdout:.0%}" if self.grid.holdout else "")
-        prune = f", pruning after {self.prune_share:.0%}" if self.prune_share else ""
+        prune = f", pruning after {share_text(self.prune_shares)}" if self.prune_share else ""
         return (f"search: {self.sampler}, {self.trials} trials over a space of {size}{held}{prune}, metric "
                 f"{self.grid.metric}, {n_questions} questions, baseline {self.grid.baseline.label}; results in {out}")
 
@@ -111,9 +124,10 @@ class Search:
     def key(self) -> str:
         """Equal for the same space, metric, selection and sampler settings: the study a rerun continues."""
         g = self.grid
+        rungs = {"prune_rungs": self.prune_rungs} if self.prune_rungs != 1 else {}  # one rung: the keys before rungs
         return config_key({"space": self.space.to_dict(), "metric": g.metric, "ks": list(g.ks), "depth": g.depth,
                            "holdout": g.holdout, "folds": g.folds, "seed": g.seed, "sampler": self.sampler,
-                           "prune_share": self.prune_share})
+                           "prune_share": self.prune_share, **rungs})
 
 
 def load_plan(path: str | os.PathLike[str], *,
@@ -132,12 +146,16 @@ def load_plan(path: str | os.PathLike[str], *,
               prune_share: Annotated[float | None, Opt("score each trial on this share of the questions first and "
                                                        "prune it when clearly worse (0: never; default 0.3)", lo=0,
                                                        hi=0.9, metavar="SHARE")] = None,
+              prune_rungs: Annotated[int | None, Opt("prune at this many shares of the questions, each a third of "
+                                                     "the next, the last --prune-share (2: after 10%% and 30%%; "
+                                                     "default 1)", lo=1, hi=4, metavar="N")] = None,
               seed: Annotated[int | None, Opt("seed of the split, the tests and the search (overrides the file)",
                                               lo=0)] = None) -> Grid | Search:
     """A grid (a ``[grid]`` file, no ``search``) or a :class:`Search` (``search`` over a ``[space]`` file, or over
     a grid file's lists as choices), validated whole before anything loads."""
     if search is None:
-        given = [n for n, v in (("trials", trials), ("timeout", timeout), ("prune_share", prune_share)) if v is not None]
+        given = [n for n, v in (("trials", trials), ("timeout", timeout), ("prune_share", prune_share),
+                                ("prune_rungs", prune_rungs)) if v is not None]
         if given:
             raise GridError(f"{', '.join(given)} set(s) a search: give search = tpe or random too")
         data = read_settings_file(path, "grid file")
@@ -155,7 +173,8 @@ def load_plan(path: str | os.PathLike[str], *,
     table = "space" if "space" in data or "grid" not in data else "grid"
     grid, space = parse_space({**data, **overrides}, source=str(path), table=table)
     return Search(grid, space, sampler=search, trials=50 if trials is None else trials, timeout=timeout,
-                  prune_share=0.3 if prune_share is None else prune_share)
+                  prune_share=0.3 if prune_share is None else prune_share,
+                  prune_rungs=1 if prune_rungs is None else prune_rungs)
 
 
 def _optuna() -> Any:
@@ -165,6 +184,33 @@ def _optuna() -> Any:
         raise ImportError("a search needs Optuna: pip install 'ragtune[search]'") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
+
+
+def _rung_pruner(optuna: Any, percentile: float, n_min: int) -> Any:
+    """Optuna's percentile rule, read at one rung: a trial is pruned when its score on the current rung's
+    questions falls below the ``percentile`` of the completed trials' scores on the same questions (the median at
+    50), once ``n_min`` completed trials have one. Optuna's own ``PercentilePruner`` compares a trial's *best*
+    value over its steps, which suits a learning curve; a rung's questions are others than the last rung's, so a
+    trial lucky on the first tenth would never be pruned on the rest of the share."""
+    import numpy as np
+
+    class RungPruner(optuna.pruners.BasePruner):  # type: ignore[misc, name-defined]
+        def prune(self, study: Any, trial: Any) -> bool:
+            step = trial.last_step
+            if step is None:
+                return False
+            value = trial.intermediate_values[step]
+            if math.isnan(value):
+                return True
+            others = [v for t in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+                      if not math.isnan(v := t.intermediate_values.get(step, math.nan))]
+            if len(others) < n_min:
+                return False
+            if study.direction == optuna.study.StudyDirection.MAXIMIZE:
+                return bool(value < np.percentile(others, 100 - percentile))
+            return bool(value > np.percentile(others, percentile))
+
+    return RungPruner()
 
 
 def _journal(optuna: Any, path: Path) -> Any:
@@ -225,9 +271,9 @@ class _Trials:
     selection questions."""
 
     def __init__(self, optuna: Any, corpus: Corpus, golden: GoldenSet, search: Search, out: Path,
-                 resources: Resources, selection: list[str], rung: list[str], startup: int, show: bool):
+                 resources: Resources, selection: list[str], rungs: list[list[str]], startup: int, show: bool):
         self.optuna, self.corpus, self.golden, self.search, self.out = optuna, corpus, golden, search, out
-        self.resources, self.selection, self.rung, self.startup, self.show = resources, selection, rung, startup, show
+        self.resources, self.selection, self.rungs, self.startup, self.show = resources, selection, rungs, startup, show
         self.metric = search.grid.metric
 
     def __call__(self, trial: Any) -> float:
@@ -236,22 +282,27 @@ class _Trials:
         trial.set_user_attr("label", spec.label)
         record = _resumable(self.out / "runs" / f"{spec.key}.json", spec)
         trial.set_user_attr("cached", record is not None)
-        reported = False
-        if record is None and self.rung and self._pruning(trial):
-            value = _mean(self._partial(spec), self.rung)
-            trial.set_user_attr("rung", value)
-            trial.report(value, 0)
-            reported = True
-            if trial.should_prune():
-                raise self.optuna.TrialPruned()
+        reported = 0  # rungs reported from a partial run
+        if record is None and self.rungs and self._pruning(trial):
+            for step, ids in enumerate(self.rungs):
+                value = _mean(self._partial(spec, ids), ids)
+                trial.set_user_attr("rung", value)
+                trial.set_user_attr("step", step)
+                trial.set_user_attr("rung_questions", len(ids))
+                trial.report(value, step)
+                reported = step + 1
+                if trial.should_prune():
+                    raise self.optuna.TrialPruned()
         if record is None:
             grid = dataclasses.replace(self.search.grid, specs=(spec,), baseline=spec)  # this one only
             record = run_sweep(self.corpus, self.golden, grid, self.out, show_progress=False,
                                executor=LocalExecutor(self.resources))[0]
         scores = _scores(record["result"], self.metric)
-        if self.rung and not reported:  # the same questions' scores from the full run: like for like
-            trial.set_user_attr("rung", _mean(scores, self.rung))
-            trial.report(_mean(scores, self.rung), 0)
+        for step, ids in enumerate(self.rungs):  # the same questions' scores from the full run: like for like
+            if step >= reported:
+                trial.report(_mean(scores, ids), step)
+            if step == len(self.rungs) - 1:
+                trial.set_user_attr("rung", _mean(scores, ids))
         value = _mean(scores, self.selection)
         if math.isnan(value):
             raise ConfigError(f"{spec.label}: no {self.metric} score on the selection questions")
@@ -262,18 +313,22 @@ class _Trials:
         done = trial.study.get_trials(deepcopy=False, states=(self.optuna.trial.TrialState.COMPLETE,))
         return len(done) >= self.startup
 
-    def _partial(self, spec: PipelineConfig) -> dict[str, float]:
-        """The trial's scores on the first share of its selection questions (cached in ``DIR/partial/``)."""
+    def _partial(self, spec: PipelineConfig, ids: list[str]) -> dict[str, float]:
+        """The trial's scores on (at least) the questions ``ids``: those of a rung, cached in ``DIR/partial/``; a
+        later rung evaluates only the questions the earlier ones did not (the rungs are nested)."""
         path = self.out / "partial" / f"{spec.key}.json"
+        known: dict[str, float] = {}
         if path.exists():
             try:
                 saved = json.loads(path.read_text())
-                if saved.get("spec") == json.loads(json.dumps(spec.to_dict())) and set(self.rung) <= set(saved["scores"]):
-                    return {k: (math.nan if v is None else v) for k, v in saved["scores"].items()}
-            except (OSError, json.JSONDecodeError, KeyError, TypeError):
-                pass
+                if saved.get("spec") == json.loads(json.dumps(spec.to_dict())):
+                    known = {k: (math.nan if v is None else float(v)) for k, v in saved["scores"].items()}
+            except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+                known = {}
+        wanted = set(ids) - set(known)
+        if not wanted:
+            return known
         view = self.resources.for_embedder(spec.embedder)
-        wanted = set(self.rung)
         sub = GoldenSet([i for i in self.golden if i.id in wanted], source=self.golden.source,
                         labels=self.golden.labels)
         if spec.uses_vectors:
@@ -284,8 +339,8 @@ class _Trials:
         grid = self.search.grid
         result = run_eval(build_pipeline(self.corpus, spec, resources=view), sub, ks=grid.ks, depth=grid.depth,
                           filters=spec.filter)
-        scores = {q.id: (math.nan if q.scores.get(self.metric) is None else float(q.scores[self.metric]))
-                  for q in result.questions if q.answerable}  # as _scores reads a record, without the JSON round trip
+        scores = {**known, **{q.id: (math.nan if q.scores.get(self.metric) is None else float(q.scores[self.metric]))
+                              for q in result.questions if q.answerable}}  # as _scores reads a record, no JSON
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, {"spec": spec.to_dict(), "scores": {k: (None if math.isnan(v) else v)
                                                                  for k, v in scores.items()}})
@@ -333,10 +388,10 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
     for name, selection in selections(questions, grid):
         sel = [i for i in selection if i in answerable]
         sel_questions = [q for q in questions if q["id"] in set(selection)]
-        rung = ([i for i in split_questions(sel_questions, search.prune_share, grid.seed)[1] if i in answerable]
-                if search.prune_share else [])
-        if len(rung) < 5:
-            rung = []  # too few questions to tell anything apart: no pruning
+        # nested: split_questions draws each stratum's order once per seed, and a share takes its first ones
+        rungs = [[i for i in split_questions(sel_questions, share, grid.seed)[1] if i in answerable]
+                 for share in search.prune_shares]
+        rungs = [r for r in rungs if len(r) >= 5]  # too few questions to tell anything apart: no pruning there
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
             study = optuna.create_study(study_name=f"{name}-{search.key}", storage=storage, load_if_exists=True,
@@ -346,11 +401,10 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
             study.sampler = (optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup, multivariate=True,
                                                         group=True)
                              if search.sampler == "tpe" else optuna.samplers.RandomSampler(seed=seed))
-            study.pruner = optuna.pruners.PercentilePruner(PRUNE_PERCENTILE, n_startup_trials=startup,
-                                                          n_min_trials=startup)
+            study.pruner = _rung_pruner(optuna, PRUNE_PERCENTILE, startup)
             left = search.trials - done
             if left > 0 and (deadline is None or time.monotonic() < deadline):
-                objective = _Trials(optuna, corpus, golden, search, out, resources, sel, rung, startup, show_progress)
+                objective = _Trials(optuna, corpus, golden, search, out, resources, sel, rungs, startup, show_progress)
                 shown = [_printer(name, search.trials, grid.metric)] if show_progress else []
                 try:
                     study.optimize(objective, n_trials=left, catch=(ConfigError,),
@@ -358,7 +412,7 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
                                    callbacks=[lambda study, trial: journal.sync(), *shown])
                 finally:
                     journal.sync()
-        studies.append(_study_info(optuna, study, name, sel, rung))
+        studies.append(_study_info(optuna, study, name, sel, rungs))
     keys = list(dict.fromkeys(t["key"] for s in studies for t in s["trials"] if t["state"] == "complete"))
     records = {base["key"]: base}
     specs = []
@@ -371,7 +425,9 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
     result = summarize(dataclasses.replace(grid, specs=tuple(specs)), list(records.values()))
     result.search = {"sampler": search.sampler, "seed": grid.seed, "trials": search.trials,
                      "timeout_min": search.timeout, "prune_share": search.prune_share,
-                     "pruner": f"PercentilePruner({PRUNE_PERCENTILE:g}) after {startup} completed trials",
+                     "prune_rungs": search.prune_rungs, "prune_shares": list(search.prune_shares),
+                     "pruner": f"below the {100 - PRUNE_PERCENTILE:g}th percentile of the completed trials at each "
+                               f"rung, after {startup} completed trials",
                      "space": search.space.to_dict(), "space_points": search.space.points,
                      "evaluated": len(keys),
                      "wall_s": round(time.perf_counter() - t0, 1), "studies": studies}
@@ -389,14 +445,15 @@ def _printer(name: str, total: int, metric: str) -> Any:
         if study.direction.name == "MINIMIZE" and state == "complete":
             best = min(x.value for x in study.get_trials(deepcopy=False, states=(t.state,)) if x.value is not None)
         what = (f"{metric} {t.value:.3f} (best {best:.3f})" if state == "complete" else
-                f"pruned at {t.user_attrs.get('rung', math.nan):.3f} on the first questions" if state == "pruned" else
+                f"pruned at {t.user_attrs.get('rung', math.nan):.3f} on its first "
+                f"{t.user_attrs.get('rung_questions', '')} questions" if state == "pruned" else
                 state)
         cached = " (cached)" if t.user_attrs.get("cached") else ""
         note(f"[{name} trial {t.number + 1}/{total}] {label}: {what}{cached}")
     return show
 
 
-def _study_info(optuna: Any, study: Any, name: str, selection: list[str], rung: list[str]) -> dict[str, Any]:
+def _study_info(optuna: Any, study: Any, name: str, selection: list[str], rungs: list[list[str]]) -> dict[str, Any]:
     """One study as results.json lists it: every trial with its state, configuration and scores."""
     trials = []
     for t in study.get_trials(deepcopy=False):
@@ -407,6 +464,7 @@ def _study_info(optuna: Any, study: Any, name: str, selection: list[str], rung: 
         trials.append({"number": t.number, "state": t.state.name.lower(), "key": t.user_attrs.get("key"),
                        "label": t.user_attrs.get("label"), "value": value,
                        "rung": None if rung_value is None or math.isnan(rung_value) else rung_value,
+                       "step": t.user_attrs.get("step") if t.state == optuna.trial.TrialState.PRUNED else None,
                        "cached": bool(t.user_attrs.get("cached")), "params": dict(t.params),
                        "seconds": (round((t.datetime_complete - t.datetime_start).total_seconds(), 2)
                                    if t.datetime_complete and t.datetime_start else None)})
@@ -416,5 +474,6 @@ def _study_info(optuna: Any, study: Any, name: str, selection: list[str], rung: 
         b = study.best_trial
         best = {"number": b.number, "key": b.user_attrs.get("key"), "label": b.user_attrs.get("label"),
                 "value": b.value}
-    return {"name": name, "selection_questions": len(selection), "rung_questions": len(rung), "trials": trials,
+    return {"name": name, "selection_questions": len(selection), "rung_questions": len(rungs[-1]) if rungs else 0,
+            "rungs": [len(r) for r in rungs], "trials": trials,
             "best": best, "candidates": list(dict.fromkeys(t["key"] for t in complete))}

@@ -442,6 +442,11 @@ def _never(key: str, space: Space, table: str) -> str:
             f"add one of them to {table}.{stage}, or remove {key}")
 
 
+def share_text(shares: Sequence[float]) -> str:
+    """The shares a search prunes after, as people read them: 0.1, 0.3 -> '10%, 30%'."""
+    return ", ".join(f"{x:.0%}" if x >= 0.01 else f"{x:.1%}" for x in shares)
+
+
 def search_text(info: Mapping[str, Any], metric: str) -> str:
     """The line a search's table ends with: trials, pruned, served from the cache, the best on the selection."""
     studies = info.get("studies") or []
@@ -450,9 +455,10 @@ def search_text(info: Mapping[str, Any], metric: str) -> str:
     cached = sum(1 for t in trials if t.get("cached"))
     points = info.get("space_points")
     size = f"{points:,} points" if points is not None else "infinitely many points"
+    shares = share_text(info.get("prune_shares") or [info.get("prune_share") or 0])
     per = f" in each of {len(studies)} fold searches" if len(studies) > 1 else ""
     line = (f"search ({info['sampler']}, seed {info['seed']}): {info['trials']} trials{per} over a space of {size}: "
-            f"{count['complete']} evaluated, {count['pruned']} pruned after {info['prune_share']:.0%} of the "
+            f"{count['complete']} evaluated, {count['pruned']} pruned after {shares} of the "
             f"selection questions, {cached} repeated configuration(s) served from the cache"
             + (f", {count['fail']} failed" if count["fail"] else "") + f"; {info['evaluated']} distinct configurations "
             f"evaluated.")
