@@ -82,6 +82,7 @@ def main() -> int:
     ap.add_argument("--split")
     ap.add_argument("--metric", default="recall@5")
     ap.add_argument("--trials", type=int, default=60)
+    ap.add_argument("--prune-rungs", type=int, default=1, help="the search's --prune-rungs")
     ap.add_argument("--holdout", type=float, default=0.3)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", required=True)
@@ -135,7 +136,8 @@ def main() -> int:
         g = timed("grid", lambda: run_grid(corpus, golden, grid, out / "grid", show_progress=True))
     if args.only == "grid":
         return 0
-    s = timed("search", lambda: run_search(corpus, golden, Search(sgrid, space, sampler="tpe", trials=args.trials),
+    s = timed("search", lambda: run_search(corpus, golden, Search(sgrid, space, sampler="tpe", trials=args.trials,
+                                                                  prune_rungs=args.prune_rungs),
                                            out / "search", show_progress=True))
     if args.only == "search":
         return 0
@@ -152,7 +154,7 @@ def main() -> int:
     report = {
         "corpus": args.corpus, "design": kind, "metric": args.metric, "questions": len(golden), "holdout": args.holdout,
         "seed": args.seed, "cold": args.cold, "grid": {"configurations": 27, **cost["grid"], **held(gsel)},
-        "search": {"sampler": "tpe", "trials": args.trials, "space_points": space.points,
+        "search": {"sampler": "tpe", "trials": args.trials, "prune_rungs": args.prune_rungs, "space_points": space.points,
                    "evaluated": s.search["evaluated"], "pruned": sum(t["state"] == "pruned" for t in trials),
                    "cached": sum(t["cached"] for t in trials), **cost["search"], **held(ssel)},
         "search_minus_grid_held_out": sum(y) / len(y) - sum(x) / len(x),
