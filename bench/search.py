@@ -16,9 +16,10 @@ Both runs share the embedding cache; the grid runs first, so the search finds wa
 the grid embedded (say so when quoting wall times). ``--design sweep`` is bench/sweep.py's 27-configuration
 chunking grid (hybrid retrieval, baseline fixed 512/64), searched over a space of its chunkings x the retriever x
 BM25's k1 x rrf_k x fusion weights; ``--cold`` gives each run a fresh cache folder of its own (embeddings,
-chunkings, BM25 indexes), so neither is helped by the other: the cost a user with a new corpus pays. Prints one JSON object: wall times, the space's size, the
-grid's and the search's choice on the selection questions, their held-out scores with intervals, the optimism of
-each, and the paired test of the search's choice against the grid's on the held-out questions.
+chunkings, BM25 indexes), so neither is helped by the other: the cost a user with a new corpus pays. Prints one
+JSON object: wall times, the space's size, the grid's and the search's choice on the selection questions, their
+held-out scores with intervals, the optimism of each, and the paired test of the search's choice against the
+grid's on the held-out questions.
 """
 
 from __future__ import annotations
@@ -154,7 +155,8 @@ def main() -> int:
     report = {
         "corpus": args.corpus, "design": kind, "metric": args.metric, "questions": len(golden), "holdout": args.holdout,
         "seed": args.seed, "cold": args.cold, "grid": {"configurations": 27, **cost["grid"], **held(gsel)},
-        "search": {"sampler": "tpe", "trials": args.trials, "prune_rungs": args.prune_rungs, "space_points": space.points,
+        "search": {"sampler": "tpe", "trials": args.trials, "prune_rungs": args.prune_rungs,
+                   "space_points": space.points,
                    "evaluated": s.search["evaluated"], "pruned": sum(t["state"] == "pruned" for t in trials),
                    "cached": sum(t["cached"] for t in trials), **cost["search"], **held(ssel)},
         "search_minus_grid_held_out": sum(y) / len(y) - sum(x) / len(x),

@@ -3,9 +3,9 @@ and search, with wall-clock wrappers around the functions a trial and a configur
 profiler: cProfile more than doubles this pure-Python work). Prints, for the grid and then the search, each part's
 total seconds, calls and milliseconds a call.
 
-    python bench/search_parts.py --metric mrr --out /tmp/search-parts
-    # an older ragtune, for a before/after: git archive REV src bench | tar -x -C /tmp/old
-    python bench/search_parts.py --metric mrr --out /tmp/search-parts-old --src /tmp/old
+    python bench/search_parts.py --metric mrr --out out/sp-new
+    # an older ragtune, for a before/after: mkdir -p out/old-src && git archive REV src bench | tar -x -C out/old-src
+    python bench/search_parts.py --metric mrr --out out/sp-old --src out/old-src
 
 The run records' folder is deleted first; the on-disk chunk and BM25 caches are kept (both runs read them).
 """

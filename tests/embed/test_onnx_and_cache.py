@@ -210,7 +210,6 @@ def _read_only(folder):
 
 CHILD = """
 import sys
-import textwrap
 import numpy as np
 from ragtune.embed import CachedEmbedder, EmbeddingCache
 from tests.embed.test_onnx_and_cache import CountingEmbedder

@@ -221,7 +221,7 @@ def test_with_two_rungs_a_trial_is_pruned_after_a_tenth_or_after_the_rest_of_the
         if t["step"] == 1:  # it passed the first rung
             first = [mean(full[x["key"]], rungs[0]) for x in complete if x["number"] < t["number"]]
             assert mean(saved, rungs[0]) >= statistics.median(first)
-    for t in complete:  # kept: never below the median at a rung it reached
+    for t in complete:  # a kept trial's rung score is its full run's on the last rung's questions
         assert t["rung"] == pytest.approx(mean(full[t["key"]], rungs[1]))
     assert f"{len(pruned)} pruned after 10%, 30% of the selection questions" in res.table()
 

@@ -54,8 +54,8 @@ def bundled_minilm_tokenizer_path() -> Path:
 
 def cpu_session(ort, model_path: str | os.PathLike[str], threads: int | None = None, *, inter_op_threads: int | None = None):
     """An onnxruntime CPU session as ragtune runs every model (embedders, cross-encoders): ``threads`` intra-op
-    threads (default: the CPUs this process may use, up to 4) and idle threads that do not spin, so that they do not steal the cores from BM25
-    and numpy between queries."""
+    threads (default: the CPUs this process may use, up to 4) and idle threads that do not spin, so that they do
+    not steal the cores from BM25 and numpy between queries."""
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads or min(4, usable_cpus())
     if inter_op_threads is not None:

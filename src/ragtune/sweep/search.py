@@ -17,7 +17,8 @@
   of the completed trials' scores on the same questions (the median rule; the bottom quarter pruned too few
   trials to pay for their first-questions runs). With ``prune_rungs`` N there are N such shares, each a third of
   the next (nested: the first tenth is part of the first 30%), and a trial that passes one is scored on the rest
-  of the next, each rung judged on its own questions (:func:`_rung_pruner`). Pruned trials are kept in the study with their partial score, and listed in ``results.json`` under ``search``; they
+  of the next, each rung judged on its own questions (:func:`_rung_pruner`). Pruned trials are kept in the study
+  with their partial score, and listed in ``results.json`` under ``search``; they
   are neither run in full nor latency-timed. Configurations that finish are scored on the same questions from
   their full run (which reuses the chunking and index the first-questions run built: one
   :class:`~ragtune.pipeline.Resources` serves the whole search), so the comparison is like for like.
@@ -83,7 +84,8 @@ class Search:
         if not 0 <= self.prune_share < 1:
             raise ConfigError(f"prune_share: expected a share of the selection questions from 0 (no pruning) up "
                               f"to but below 1, such as 0.3; got {self.prune_share!r}")
-        if isinstance(self.prune_rungs, bool) or not isinstance(self.prune_rungs, int) or not 1 <= self.prune_rungs <= 4:
+        rungs = self.prune_rungs
+        if isinstance(rungs, bool) or not isinstance(rungs, int) or not 1 <= rungs <= 4:
             raise ConfigError(f"prune_rungs: expected 1 to 4 rungs (shares of the questions a trial may be pruned "
                               f"after), got {self.prune_rungs!r}")
 
@@ -284,8 +286,10 @@ class _Trials:
         trial.set_user_attr("cached", record is not None)
         reported = 0  # rungs reported from a partial run
         if record is None and self.rungs and self._pruning(trial):
+            partial = None
             for step, ids in enumerate(self.rungs):
-                value = _mean(self._partial(spec, ids), ids)
+                partial = self._partial(spec, ids, partial)
+                value = _mean(partial, ids)
                 trial.set_user_attr("rung", value)
                 trial.set_user_attr("step", step)
                 trial.set_user_attr("rung_questions", len(ids))
@@ -313,18 +317,20 @@ class _Trials:
         done = trial.study.get_trials(deepcopy=False, states=(self.optuna.trial.TrialState.COMPLETE,))
         return len(done) >= self.startup
 
-    def _partial(self, spec: PipelineConfig, ids: list[str]) -> dict[str, float]:
+    def _partial(self, spec: PipelineConfig, ids: list[str],
+                 known: dict[str, float] | None = None) -> dict[str, float]:
         """The trial's scores on (at least) the questions ``ids``: those of a rung, cached in ``DIR/partial/``; a
-        later rung evaluates only the questions the earlier ones did not (the rungs are nested)."""
+        later rung, given the earlier rung's scores as ``known``, evaluates only the questions they lack (the rungs
+        are nested)."""
         path = self.out / "partial" / f"{spec.key}.json"
-        known: dict[str, float] = {}
-        if path.exists():
+        if known is None and path.exists():
             try:
                 saved = json.loads(path.read_text())
                 if saved.get("spec") == json.loads(json.dumps(spec.to_dict())):
                     known = {k: (math.nan if v is None else float(v)) for k, v in saved["scores"].items()}
             except (OSError, json.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
                 known = {}
+        known = known or {}
         wanted = set(ids) - set(known)
         if not wanted:
             return known
