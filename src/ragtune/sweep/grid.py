@@ -45,8 +45,8 @@ from ..pipeline import PipelineConfig
 __all__ = ["Grid", "load_grid", "parse_grid", "parse_settings", "read_settings_file", "GridError"]
 
 # One configuration of a sweep is a PipelineConfig (chunking x retrieval x reranking, plus a query filter).
-TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "holdout", "folds", "baseline", "grid")
-SETTINGS = TOP_LEVEL[:8]  # what a grid file and a search's space file (ragtune.sweep.space) share
+TOP_LEVEL = ("metric", "k", "depth", "test", "samples", "seed", "holdout", "folds", "select", "baseline", "grid")
+SETTINGS = TOP_LEVEL[:9]  # what a grid file and a search's space file (ragtune.sweep.space) share
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,7 @@ class Grid:
     seed: int = 0
     holdout: float = 0.0  # share of the questions held out of the choice (ragtune.sweep.holdout); 0: none
     folds: int = 0  # K-fold cross-validated selection instead (ragtune.sweep.holdout.folds_selection); 0: none
+    select: str = "best"  # how the held-out choice is made (ragtune.sweep.holdout.SELECT_RULES)
     source: str | None = None
     raw: Mapping[str, Any] = field(default_factory=dict)
 
@@ -87,8 +88,8 @@ class Grid:
 
 
 def parse_settings(data: Mapping[str, Any], problems: list[str]) -> dict[str, Any]:
-    """The settings a grid file and a space file share (metric, k, depth, test, samples, seed, holdout, folds, the
-    baseline), checked; each problem is appended to ``problems`` and its default used."""
+    """The settings a grid file and a space file share (metric, k, depth, test, samples, seed, holdout, folds,
+    select, the baseline), checked; each problem is appended to ``problems`` and its default used."""
     from ..evaluate.significance import TESTS
 
     ks_raw = data.get("k", [5, 10, 20])
@@ -114,6 +115,17 @@ def parse_settings(data: Mapping[str, Any], problems: list[str]) -> dict[str, An
         problems.append(f"holdout = {holdout} and folds = {out['folds']}: choose one way to hold questions out of the "
                         "choice (a single split, or K folds), and set the other to 0")
     out["holdout"] = float(holdout)
+    from .holdout import SELECT_RULES
+
+    select = data.get("select", "best")
+    if select not in SELECT_RULES:
+        problems.append(f"select: expected one of {', '.join(map(repr, SELECT_RULES))} (how the configuration is "
+                        f"chosen on the selection questions); got {select!r}")
+        select = "best"
+    elif select != "best" and not (holdout or out["folds"]):
+        problems.append(f"select = {select!r} chooses among configurations on the selection questions: it needs "
+                        "holdout (such as 0.3) or folds (such as 5) too")
+    out["select"] = select
     metric = str(data.get("metric", "recall@10"))
     if (err := check_metric(metric, ks)) is not None:  # a name of the metric table, scored at these ks
         problems.append(err)
@@ -199,11 +211,12 @@ def read_settings_file(path: str | os.PathLike[str], what: str = "grid file") ->
 
 
 def load_grid(path: str | os.PathLike[str], *, metric: str | None = None, holdout: float | None = None,
-              folds: int | None = None, seed: int | None = None) -> Grid:
-    """Read and validate a grid file; ``metric``, ``holdout``, ``folds`` and ``seed`` override the file's."""
+              folds: int | None = None, seed: int | None = None, select: str | None = None) -> Grid:
+    """Read and validate a grid file; ``metric``, ``holdout``, ``folds``, ``seed`` and ``select`` override the
+    file's."""
     data = read_settings_file(path)
-    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout), ("folds", folds), ("seed", seed))
-                 if v is not None and v != ""}
+    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout), ("folds", folds), ("seed", seed),
+                                   ("select", select)) if v is not None and v != ""}
     if overrides.get("holdout") and "folds" not in overrides:
         data.pop("folds", None)  # one given on the command line replaces the file's other way
     if overrides.get("folds") and "holdout" not in overrides:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["split_questions", "holdout_selection", "selection_text", "fold_questions", "folds_selection", "folds_text"]
+__all__ = ["SELECT_RULES", "choose", "split_questions", "holdout_selection", "selection_text", "fold_questions", "folds_selection", "folds_text"]
 
 
 def split_questions(questions: Sequence[Mapping[str, Any]], share: float, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -52,8 +52,62 @@ def _mean(scores: Mapping[str, float], ids: Sequence[str]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
+SELECT_RULES = ("best", "significant", "one-se")
+SELECT_ALPHA = 0.05  # the significance level of the "significant" rule (the sweep's own)
+
+
+def choose(per: Mapping[str, Mapping[str, float]], keys: Sequence[str], sel: Sequence[str], *, baseline_key: str,
+           rule: str = "best", labels: Mapping[str, str] | None = None, lower_better: bool = False,
+           test: str = "randomization", samples: int = 10000, seed: int = 0) -> str:
+    """The key ``rule`` chooses among ``keys`` on the questions ``sel``, from per-question scores ``per[key][id]``.
+
+    - ``best``: the best mean (ties by label).
+    - ``significant``: the best mean among the configurations significantly better than the baseline on ``sel``
+      (paired ``test``, Holm-adjusted over every configuration compared, at :data:`SELECT_ALPHA`); the baseline
+      when none is.
+    - ``one-se``: the best, unless its mean beats the baseline's by no more than one standard error of their
+      paired differences: then the baseline.
+    """
+    from ..evaluate.significance import holm, paired_test
+
+    labels = labels or {}
+    keys = list(dict.fromkeys([*keys, baseline_key]))
+    sign = 1.0 if lower_better else -1.0
+    mean = {k: _nan_last(_mean(per[k], sel), lower_better) for k in keys}
+    ranked = sorted(keys, key=lambda k: (sign * mean[k], labels.get(k, k)))
+    if rule == "best":
+        return ranked[0]
+    ids = [i for i in sel if not math.isnan(per[baseline_key].get(i, math.nan))]
+    base = np.array([per[baseline_key][i] for i in ids])
+
+    def diffs(k: str) -> np.ndarray:
+        d = np.array([per[k].get(i, math.nan) for i in ids]) - base
+        return -d if lower_better else d
+
+    if rule == "one-se":
+        best = ranked[0]
+        d = diffs(best)
+        d = d[~np.isnan(d)]
+        if best == baseline_key or len(d) < 2:
+            return baseline_key
+        return best if float(d.mean()) > float(d.std(ddof=1)) / math.sqrt(len(d)) else baseline_key
+    if rule != "significant":
+        raise ValueError(f"select: expected one of {', '.join(SELECT_RULES)}; got {rule!r}")
+    others = [k for k in keys if k != baseline_key]
+    p = []
+    for k in others:
+        d = diffs(k)
+        ok = ~np.isnan(d)
+        better = bool(ok.any()) and float(d[ok].mean()) > 0
+        p.append(paired_test(test, base[ok], base[ok] + d[ok], n=samples, seed=seed) if better else 1.0)
+    adjusted = dict(zip(others, holm(p))) if others else {}
+    winners = [k for k in ranked if k != baseline_key and adjusted[k] < SELECT_ALPHA]
+    return winners[0] if winners else baseline_key
+
+
 def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, share: float, seed: int,
-                      baseline_key: str, lower_better: bool = False, samples: int = 10000) -> dict[str, Any]:
+                      baseline_key: str, lower_better: bool = False, samples: int = 10000, rule: str = "best",
+                      test: str = "randomization") -> dict[str, Any]:
     """Choose on the selection questions, report on the held-out ones (see the module docstring)."""
     from ..evaluate.significance import bootstrap_ci, paired_test
 
@@ -65,9 +119,10 @@ def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, shar
     out = [i for i in held if i in per[records[0]["key"]]]
     if not sel or not out:
         return {"share": share, "seed": seed, "problem": "too few answerable questions to hold any out"}
-    sign = 1.0 if lower_better else -1.0
-    ranked = sorted(records, key=lambda r: (sign * _nan_last(_mean(per[r["key"]], sel), lower_better), r["label"]))
-    chosen = ranked[0]
+    labels = {r["key"]: r["label"] for r in records}
+    key = choose(per, list(per), sel, baseline_key=baseline_key, rule=rule, labels=labels, lower_better=lower_better,
+                 test=test, samples=samples, seed=seed)
+    chosen = next(r for r in records if r["key"] == key)
     x = np.array([per[baseline_key][i] for i in out])
     y = np.array([per[chosen["key"]][i] for i in out])
     lo, hi = bootstrap_ci(y, n=samples, seed=seed)
@@ -75,7 +130,7 @@ def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, shar
     better = chosen["key"] != baseline_key and (chosen_out > float(x.mean()) if not lower_better
                                                 else chosen_out < float(x.mean()))
     p = paired_test("randomization", x, y, n=samples, seed=seed) if chosen["key"] != baseline_key else None
-    return {"share": share, "seed": seed, "selection_questions": len(sel), "held_out_questions": len(out),
+    return {"share": share, "seed": seed, "rule": rule, "selection_questions": len(sel), "held_out_questions": len(out),
             "chosen": chosen["key"], "chosen_label": chosen["label"], "selection_score": chosen_sel,
             "held_out_score": chosen_out, "held_out_ci": [lo, hi], "optimism": chosen_sel - chosen_out,
             "baseline_held_out": float(x.mean()), "delta_vs_baseline": chosen_out - float(x.mean()),
@@ -93,11 +148,15 @@ def selection_text(s: Mapping[str, Any], metric: str) -> str:
     """The lines the sweep table ends with when it held questions out."""
     if "problem" in s:
         return f"holdout {s['share']:.0%}: {s['problem']}"
+    kept = s.get("rule", "best") == "significant"
     verdict = ("it still beats the baseline there" if s["beats_baseline"] else
+               "no configuration was significantly better than the baseline where chosen, so the baseline was kept"
+               if kept and s["p_vs_baseline"] is None else
                "the baseline itself was chosen" if s["p_vs_baseline"] is None else
                "not significantly better than the baseline there")
     p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
-    return (f"holdout {s['share']:.0%}: chosen on {s['selection_questions']} questions, scored on the other "
+    how = " (select = significant: the best of those significantly better than the baseline)" if kept else ""
+    return (f"holdout {s['share']:.0%}: chosen{how} on {s['selection_questions']} questions, scored on the other "
             f"{s['held_out_questions']}: {s['chosen_label']} {metric} {s['selection_score']:.3f} where chosen, "
             f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
             f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} held out ({s['delta_vs_baseline']:+.3f}"
@@ -128,7 +187,8 @@ def fold_questions(questions: Sequence[Mapping[str, Any]], k: int, seed: int = 0
 
 def folds_selection(records: Sequence[Mapping[str, Any]], *, metric: str, folds: int, seed: int, baseline_key: str,
                     lower_better: bool = False, samples: int = 10000,
-                    candidates: Sequence[Sequence[str]] | None = None) -> dict[str, Any]:
+                    candidates: Sequence[Sequence[str]] | None = None, rule: str = "best",
+                    test: str = "randomization") -> dict[str, Any]:
     """K-fold cross-validated selection: for each fold, the configuration ranked first on the other folds'
     questions (among ``candidates[fold]`` when given: the keys a search of that fold evaluated) is scored on the
     fold's own. Every answerable question is held out once, so the held-out score is the mean over all of them,
@@ -145,16 +205,15 @@ def folds_selection(records: Sequence[Mapping[str, Any]], *, metric: str, folds:
     parts = [[i for i in f if i in answerable] for f in fold_questions(questions, folds, seed)]
     if sum(1 for p in parts if p) < 2:
         return {"folds": folds, "seed": seed, "problem": "too few answerable questions to make two folds"}
-    sign = 1.0 if lower_better else -1.0
+    labels = {k: r["label"] for k, r in by_key.items()}
     rows, chosen_scores, base_scores = [], [], []
     for f, held in enumerate(parts):
         if not held:
             continue
         sel = [i for g, part in enumerate(parts) if g != f for i in part]
         keys = [k for k in (candidates[f] if candidates is not None else by_key) if k in by_key]
-        if baseline_key not in keys:
-            keys.append(baseline_key)
-        best = min(keys, key=lambda k: (sign * _nan_last(_mean(per[k], sel), lower_better), by_key[k]["label"]))
+        best = choose(per, keys, sel, baseline_key=baseline_key, rule=rule, labels=labels, lower_better=lower_better,
+                      test=test, samples=samples, seed=seed)
         held_scores = [per[best][i] for i in held]
         chosen_scores.extend(held_scores)
         base_scores.extend(per[baseline_key][i] for i in held)
@@ -175,7 +234,7 @@ def folds_selection(records: Sequence[Mapping[str, Any]], *, metric: str, folds:
     for r in rows:
         counts[r["chosen_label"]] = counts.get(r["chosen_label"], 0) + 1
     better = delta < 0 if lower_better else delta > 0
-    return {"folds": folds, "seed": seed, "questions": int(len(y)), "per_fold": rows,
+    return {"folds": folds, "seed": seed, "rule": rule, "questions": int(len(y)), "per_fold": rows,
             "chosen_counts": dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))),
             "selection_score": selection, "held_out_score": held_out, "held_out_ci": [lo, hi],
             "optimism": selection - held_out, "baseline_held_out": float(x.mean()), "delta_vs_baseline": delta,
@@ -193,7 +252,9 @@ def folds_text(s: Mapping[str, Any], metric: str) -> str:
                "not significantly better than the baseline there")
     p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
     chosen = ", ".join(f"{label} x{n}" for label, n in s["chosen_counts"].items())
-    return (f"{s['folds']}-fold selection: each fold chosen on the other folds' questions, scored on its own "
+    how = (" (select = significant: the best of those significantly better than the baseline, else the baseline)"
+           if s.get("rule", "best") == "significant" else "")
+    return (f"{s['folds']}-fold selection: each fold chosen{how} on the other folds' questions, scored on its own "
             f"({s['questions']} questions in all): {metric} {s['selection_score']:.3f} where chosen, "
             f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
             f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} on the same questions "

@@ -177,7 +177,7 @@ class SweepResult:
             studies = (self.search or {}).get("studies")
             return folds_selection(self.records, metric=self.metric, folds=self.grid.folds, seed=self.grid.seed,
                                    baseline_key=self.baseline_key, lower_better=_lower_better(self.metric),
-                                   samples=self.grid.samples,
+                                   samples=self.grid.samples, rule=self.grid.select, test=self.grid.test,
                                    candidates=[s["candidates"] for s in studies] if studies else None)
         if not self.grid.holdout:
             return None
@@ -185,7 +185,7 @@ class SweepResult:
 
         return holdout_selection(self.records, metric=self.metric, share=self.grid.holdout, seed=self.grid.seed,
                                  baseline_key=self.baseline_key, lower_better=_lower_better(self.metric),
-                                 samples=self.grid.samples)
+                                 samples=self.grid.samples, rule=self.grid.select, test=self.grid.test)
 
     @property
     def baseline(self) -> dict:

@@ -152,7 +152,11 @@ def load_plan(path: str | os.PathLike[str], *,
                                                      "the next, the last --prune-share (2: after 10%% and 30%%; "
                                                      "default 1)", lo=1, hi=4, metavar="N")] = None,
               seed: Annotated[int | None, Opt("seed of the split, the tests and the search (overrides the file)",
-                                              lo=0)] = None) -> Grid | Search:
+                                              lo=0)] = None,
+              select: Annotated[Literal["best", "significant"] | None,
+                                Opt("how --holdout or --folds chooses: the best score, or the baseline unless a "
+                                    "configuration is significantly better (default: best)")] = None,
+              ) -> Grid | Search:
     """A grid (a ``[grid]`` file, no ``search``) or a :class:`Search` (``search`` over a ``[space]`` file, or over
     a grid file's lists as choices), validated whole before anything loads."""
     if search is None:
@@ -164,10 +168,10 @@ def load_plan(path: str | os.PathLike[str], *,
         if "space" in data and "grid" not in data:
             raise GridError(f"{path} is a space file ([space]): search it (search = tpe or random, and trials), "
                             "or give a grid file ([grid] of lists)")
-        return load_grid(path, metric=metric, holdout=holdout, folds=folds, seed=seed)
+        return load_grid(path, metric=metric, holdout=holdout, folds=folds, seed=seed, select=select)
     data = read_settings_file(path, "space file")
-    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout), ("folds", folds), ("seed", seed))
-                 if v is not None and v != ""}
+    overrides = {k: v for k, v in (("metric", metric), ("holdout", holdout), ("folds", folds), ("seed", seed),
+                                   ("select", select)) if v is not None and v != ""}
     if overrides.get("holdout") and "folds" not in overrides:
         data.pop("folds", None)
     if overrides.get("folds") and "holdout" not in overrides:
