@@ -52,7 +52,7 @@ def _mean(scores: Mapping[str, float], ids: Sequence[str]) -> float:
     return float(np.mean(vals)) if vals else float("nan")
 
 
-SELECT_RULES = ("best", "significant", "one-se")
+SELECT_RULES = ("best", "significant")
 SELECT_ALPHA = 0.05  # the significance level of the "significant" rule (the sweep's own)
 
 
@@ -65,11 +65,11 @@ def choose(per: Mapping[str, Mapping[str, float]], keys: Sequence[str], sel: Seq
     - ``significant``: the best mean among the configurations significantly better than the baseline on ``sel``
       (paired ``test``, Holm-adjusted over every configuration compared, at :data:`SELECT_ALPHA`); the baseline
       when none is.
-    - ``one-se``: the best, unless its mean beats the baseline's by no more than one standard error of their
-      paired differences: then the baseline.
     """
     from ..evaluate.significance import holm, paired_test
 
+    if rule not in SELECT_RULES:
+        raise ValueError(f"select: expected one of {', '.join(SELECT_RULES)}; got {rule!r}")
     labels = labels or {}
     keys = list(dict.fromkeys([*keys, baseline_key]))
     sign = 1.0 if lower_better else -1.0
@@ -79,27 +79,13 @@ def choose(per: Mapping[str, Mapping[str, float]], keys: Sequence[str], sel: Seq
         return ranked[0]
     ids = [i for i in sel if not math.isnan(per[baseline_key].get(i, math.nan))]
     base = np.array([per[baseline_key][i] for i in ids])
-
-    def diffs(k: str) -> np.ndarray:
-        d = np.array([per[k].get(i, math.nan) for i in ids]) - base
-        return -d if lower_better else d
-
-    if rule == "one-se":
-        best = ranked[0]
-        d = diffs(best)
-        d = d[~np.isnan(d)]
-        if best == baseline_key or len(d) < 2:
-            return baseline_key
-        return best if float(d.mean()) > float(d.std(ddof=1)) / math.sqrt(len(d)) else baseline_key
-    if rule != "significant":
-        raise ValueError(f"select: expected one of {', '.join(SELECT_RULES)}; got {rule!r}")
     others = [k for k in keys if k != baseline_key]
     p = []
-    for k in others:
-        d = diffs(k)
-        ok = ~np.isnan(d)
-        better = bool(ok.any()) and float(d[ok].mean()) > 0
-        p.append(paired_test(test, base[ok], base[ok] + d[ok], n=samples, seed=seed) if better else 1.0)
+    for k in others:  # only a configuration better on average is tested: the others keep p = 1
+        x = np.array([per[k].get(i, math.nan) for i in ids])
+        ok = ~np.isnan(x)
+        gain = float(np.mean(base[ok] - x[ok] if lower_better else x[ok] - base[ok])) if ok.any() else 0.0
+        p.append(paired_test(test, base[ok], x[ok], n=samples, seed=seed) if gain > 0 else 1.0)
     adjusted = dict(zip(others, holm(p))) if others else {}
     winners = [k for k in ranked if k != baseline_key and adjusted[k] < SELECT_ALPHA]
     return winners[0] if winners else baseline_key
