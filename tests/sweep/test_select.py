@@ -115,3 +115,35 @@ def test_choose_refuses_an_unknown_rule():
     per = {"base": per_question([1, 0]), "x": per_question([1, 1])}
     with pytest.raises(ValueError, match="select: expected one of"):
         choose(per, ["x"], ["q00", "q01"], baseline_key="base", rule="luckiest")
+
+
+def test_bench_selection_over_many_splits_of_a_noise_grid(tmp_path):
+    """bench/selection.py on a real grid folder of configurations that differ only by noise: with best, the choice
+    is flattered where chosen; with significant the baseline is kept, and its held-out figure is its own."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from ragtune import load_corpus, load_golden
+    from ragtune.sweep import run_grid
+    from tests.sweep.noise import noise_corpus, noise_retriever
+
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path, questions=80)
+        grid = parse_grid({"metric": "recall@5", "samples": 200, "holdout": 0.3,
+                           "baseline": {"chunker": "document", "retriever": "noise"},
+                           "grid": {"chunker": ["document"], "retriever": ["noise"], "salt": list(range(1, 21))}})
+        run_grid(load_corpus(c), load_golden(g), grid, tmp_path / "grid", show_progress=False)
+    script = Path(__file__).resolve().parents[2] / "bench" / "selection.py"
+    out = subprocess.run([sys.executable, str(script), str(tmp_path / "grid"), "--metric", "recall@5", "--splits",
+                          "30", "--samples", "200", "--out", str(tmp_path / "sel.json")],
+                         capture_output=True, text=True, check=True)
+    report = json.loads(out.stdout)
+    assert report == json.loads((tmp_path / "sel.json").read_text())
+    folder = report["folders"][str(tmp_path / "grid")]
+    best, sig = folder["rules"]["best"], folder["rules"]["significant"]
+    assert folder["configurations"] == 21 and best["baseline_kept"] < 0.2
+    assert best["optimism_mean"] > 0.05  # chosen on 56 questions among 21, flattered there
+    assert sig["baseline_kept"] >= 0.9 and abs(sig["held_out_mean"] - folder["baseline_all"]) < 0.03
+    assert abs(sig["optimism_mean"]) < 0.06  # the baseline is not chosen for its score: nothing to flatter
