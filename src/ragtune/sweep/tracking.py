@@ -162,6 +162,7 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
     kind = "folds" if folds else "holdout"
     if usable:
         parent.tags[f"ragtune.{kind}.beats_baseline"] = str(bool(selection["beats_baseline"])).lower()
+        parent.tags[f"ragtune.{kind}.select"] = selection.get("rule", "best")
         if folds:
             parent.tags["ragtune.folds.chosen_counts"] = json.dumps(selection["chosen_counts"])[:_MAX_TAG]
             parent.metric("folds", selection["folds"])
