@@ -145,7 +145,8 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     assert pm["holdout_optimism"] == s["optimism"] and pm["holdout_held_out_score"] == s["held_out_score"]
     assert pm["holdout_selection_score"] == s["selection_score"]
     assert [pm["holdout_held_out_ci_low"], pm["holdout_held_out_ci_high"]] == s["held_out_ci"]
-    assert parent.data.tags["ragtune.holdout.chosen"] == s["chosen"] and parent.data.tags["ragtune.holdout.select"] == "best"
+    assert parent.data.tags["ragtune.holdout.chosen"] == s["chosen"]
+    assert parent.data.tags["ragtune.holdout.select"] == "best"
     assert parent.data.tags["ragtune.best"] == best["key"] and parent.data.tags["ragtune.metric"] == "recall@1"
     assert "Quote the held-out figure." in parent.data.tags["mlflow.note.content"]
     assert parent.data.params["ks"] == "[1, 5]" and parent.data.metrics["configurations"] == CONFIGS

@@ -96,7 +96,8 @@ def test_the_command_line_select_overrides_the_file(tmp_path):
     from ragtune.sweep.search import load_plan
 
     path = tmp_path / "g.toml"
-    path.write_text('metric = "recall@5"\nholdout = 0.2\n[baseline]\nretriever = "bm25"\n[grid]\nchunker = ["section"]\n')
+    path.write_text('metric = "recall@5"\nholdout = 0.2\n[baseline]\nretriever = "bm25"\n'
+                    '[grid]\nchunker = ["section"]\n')
     assert load_plan(path).select == "best" and load_plan(path, select="significant").select == "significant"
     space = tmp_path / "s.toml"
     space.write_text('metric = "recall@5"\nholdout = 0.2\nselect = "significant"\n[baseline]\nretriever = "bm25"\n'

@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SELECT_RULES", "choose", "split_questions", "holdout_selection", "selection_text", "fold_questions", "folds_selection", "folds_text"]
+__all__ = ["SELECT_RULES", "choose", "split_questions", "holdout_selection", "selection_text", "fold_questions",
+           "folds_selection", "folds_text"]
 
 
 def split_questions(questions: Sequence[Mapping[str, Any]], share: float, seed: int = 0) -> tuple[list[str], list[str]]:
@@ -66,10 +67,11 @@ def choose(per: Mapping[str, Mapping[str, float]], keys: Sequence[str], sel: Seq
       (paired ``test``, Holm-adjusted over every configuration compared, at :data:`SELECT_ALPHA`); the baseline
       when none is.
     """
+    from ..errors import ConfigError
     from ..evaluate.significance import holm, paired_test
 
     if rule not in SELECT_RULES:
-        raise ValueError(f"select: expected one of {', '.join(SELECT_RULES)}; got {rule!r}")
+        raise ConfigError(f"select: expected one of {', '.join(SELECT_RULES)}; got {rule!r}")
     labels = labels or {}
     keys = list(dict.fromkeys([*keys, baseline_key]))
     sign = 1.0 if lower_better else -1.0
@@ -116,7 +118,8 @@ def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, shar
     better = chosen["key"] != baseline_key and (chosen_out > float(x.mean()) if not lower_better
                                                 else chosen_out < float(x.mean()))
     p = paired_test("randomization", x, y, n=samples, seed=seed) if chosen["key"] != baseline_key else None
-    return {"share": share, "seed": seed, "rule": rule, "selection_questions": len(sel), "held_out_questions": len(out),
+    return {"share": share, "seed": seed, "rule": rule, "selection_questions": len(sel),
+            "held_out_questions": len(out),
             "chosen": chosen["key"], "chosen_label": chosen["label"], "selection_score": chosen_sel,
             "held_out_score": chosen_out, "held_out_ci": [lo, hi], "optimism": chosen_sel - chosen_out,
             "baseline_held_out": float(x.mean()), "delta_vs_baseline": chosen_out - float(x.mean()),
