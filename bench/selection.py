@@ -47,7 +47,7 @@ def load(folder: Path, metric: str) -> dict:
             keys.append(results["baseline"])
     return {"folder": str(folder), "per": per, "labels": labels, "keys": keys, "baseline": results["baseline"],
             "questions": records[0]["result"]["questions"], "test": results.get("test", "randomization"),
-            "seed": int(results.get("seed", 0))}
+            "seed": int(results.get("seed", 0)), "holdout": float((results.get("grid") or {}).get("holdout") or 0)}
 
 
 def paired(grid: dict, searches: list[dict], rules: list[str], share: float, samples: int) -> dict:
@@ -58,6 +58,9 @@ def paired(grid: dict, searches: list[dict], rules: list[str], share: float, sam
         rows = []
         for run in searches:
             seed = run["seed"]
+            if run["holdout"] != share:
+                raise SystemExit(f"{run['folder']} held out {run['holdout']} of the questions, not --share {share}: "
+                                 "its search saw some of the questions this split would score it on")
             g, s = held_out(grid, rule, seed, share, samples), held_out(run, rule, seed, share, samples)
             assert g["out"] == s["out"], "the grid and the search must share the golden set"
             rows.append({"seed": seed, "grid": g["held_out"], "search": s["held_out"],
@@ -87,6 +90,14 @@ def held_out(run: dict, rule: str, seed: int, share: float, samples: int) -> dic
             "held_out": float(np.nanmean([per[chosen][i] for i in out])), "out": out}
 
 
+def emit(report: dict, out: Path | None) -> int:
+    text = json.dumps(report, indent=1)
+    print(text)
+    if out:
+        out.write_text(text + "\n")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="+", type=Path)
@@ -107,11 +118,7 @@ def main() -> int:
         report = {"metric": args.metric, "share": args.share, "grid": str(args.folders[0]),
                   "paired": paired(runs[0], runs[1:], rules, args.share, args.samples),
                   "wall_s": round(time.perf_counter() - t0, 1)}
-        text = json.dumps(report, indent=1)
-        print(text)
-        if args.out:
-            args.out.write_text(text + "\n")
-        return 0
+        return emit(report, args.out)
     report: dict = {"metric": args.metric, "share": args.share, "splits": args.splits, "folders": {}}
     picks: dict = {}
     for run in runs:
@@ -143,11 +150,7 @@ def main() -> int:
             report["second_minus_first"][rule] = {"mean": float(np.mean(d)),
                                                   "at_least_as_good": sum(v >= 0 for v in d) / len(d)}
     report["wall_s"] = round(time.perf_counter() - t0, 1)
-    text = json.dumps(report, indent=1)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n")
-    return 0
+    return emit(report, args.out)
 
 
 if __name__ == "__main__":
