@@ -31,14 +31,13 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from ragtune.sweep.holdout import SELECT_RULES, choose, split_questions  # noqa: E402
+from ragtune.sweep.holdout import SELECT_RULES, choose, question_scores, split_questions  # noqa: E402
 
 
 def load(folder: Path, metric: str) -> dict:
     results = json.loads((folder / "results.json").read_text())
     records = [json.loads(p.read_text()) for p in sorted((folder / "runs").glob("*.json"))]
-    per = {r["key"]: {q["id"]: (np.nan if q["scores"].get(metric) is None else float(q["scores"][metric]))
-                      for q in r["result"]["questions"] if q["answerable"]} for r in records}
+    per = {r["key"]: question_scores(r["result"], metric) for r in records}
     labels = {r["key"]: r["label"] for r in records}
     keys = list(per)
     if results.get("search"):

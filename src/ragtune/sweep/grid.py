@@ -41,6 +41,7 @@ from ..safe_yaml import safe_yaml_load
 from ..errors import ConfigError, GridError
 from ..evaluate.table import check_metric
 from ..pipeline import PipelineConfig
+from .holdout import SELECT_RULES
 
 __all__ = ["Grid", "load_grid", "parse_grid", "parse_settings", "read_settings_file", "GridError"]
 
@@ -115,8 +116,6 @@ def parse_settings(data: Mapping[str, Any], problems: list[str]) -> dict[str, An
         problems.append(f"holdout = {holdout} and folds = {out['folds']}: choose one way to hold questions out of the "
                         "choice (a single split, or K folds), and set the other to 0")
     out["holdout"] = float(holdout)
-    from .holdout import SELECT_RULES
-
     select = data.get("select", "best")
     if select not in SELECT_RULES:
         problems.append(f"select: expected one of {', '.join(map(repr, SELECT_RULES))} (how the configuration is "

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SELECT_RULES", "choose", "split_questions", "holdout_selection", "selection_text", "fold_questions",
+__all__ = ["SELECT_RULES", "choose", "question_scores", "split_questions", "holdout_selection", "selection_text", "fold_questions",
            "folds_selection", "folds_text"]
 
 
@@ -46,6 +46,12 @@ def split_questions(questions: Sequence[Mapping[str, Any]], share: float, seed: 
         held.extend(ids[:k])
         selection.extend(ids[k:])
     return sorted(selection), sorted(held)
+
+
+def question_scores(result: Mapping[str, Any], metric: str) -> dict[str, float]:
+    """Per answerable question of an evaluation result: its score on ``metric`` (NaN when not scored)."""
+    return {q["id"]: (math.nan if q["scores"].get(metric) is None else float(q["scores"][metric]))
+            for q in result["questions"] if q["answerable"]}
 
 
 def _mean(scores: Mapping[str, float], ids: Sequence[str]) -> float:
@@ -101,8 +107,7 @@ def holdout_selection(records: Sequence[Mapping[str, Any]], *, metric: str, shar
 
     questions = records[0]["result"]["questions"]
     selection, held = split_questions(questions, share, seed)
-    per = {r["key"]: {q["id"]: (float("nan") if q["scores"].get(metric) is None else float(q["scores"][metric]))
-                      for q in r["result"]["questions"] if q["answerable"]} for r in records}
+    per = {r["key"]: question_scores(r["result"], metric) for r in records}
     sel = [i for i in selection if i in per[records[0]["key"]]]
     out = [i for i in held if i in per[records[0]["key"]]]
     if not sel or not out:
@@ -187,8 +192,7 @@ def folds_selection(records: Sequence[Mapping[str, Any]], *, metric: str, folds:
     from ..evaluate.significance import bootstrap_ci, paired_test
 
     questions = records[0]["result"]["questions"]
-    per = {r["key"]: {q["id"]: (float("nan") if q["scores"].get(metric) is None else float(q["scores"][metric]))
-                      for q in r["result"]["questions"] if q["answerable"]} for r in records}
+    per = {r["key"]: question_scores(r["result"], metric) for r in records}
     by_key = {r["key"]: r for r in records}
     answerable = per[records[0]["key"]]
     parts = [[i for i in f if i in answerable] for f in fold_questions(questions, folds, seed)]

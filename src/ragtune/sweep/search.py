@@ -49,7 +49,7 @@ from ..golden import GoldenSet
 from ..pipeline import PipelineConfig, Resources, build_pipeline, run_eval
 from ..progress import note
 from .grid import Grid, load_grid, read_settings_file
-from .holdout import fold_questions, split_questions
+from .holdout import fold_questions, question_scores, split_questions
 from .results import SweepResult, _lower_better, summarize
 from .runner import LocalExecutor, _resumable, _write_atomic, golden_fingerprint, run_sweep
 from .space import Space, parse_space, share_text
@@ -250,12 +250,6 @@ def _journal(optuna: Any, path: Path) -> Any:
     return Backend(str(path), lock_obj=lock)
 
 
-def _scores(result: Mapping[str, Any], metric: str) -> dict[str, float]:
-    """Per answerable question: its score on ``metric`` (NaN when not scored)."""
-    return {q["id"]: (math.nan if q["scores"].get(metric) is None else float(q["scores"][metric]))
-            for q in result["questions"] if q["answerable"]}
-
-
 def _mean(scores: Mapping[str, float], ids: Sequence[str]) -> float:
     vals = [scores[i] for i in ids if i in scores and not math.isnan(scores[i])]
     return sum(vals) / len(vals) if vals else math.nan
@@ -305,7 +299,7 @@ class _Trials:
             grid = dataclasses.replace(self.search.grid, specs=(spec,), baseline=spec)  # this one only
             record = run_sweep(self.corpus, self.golden, grid, self.out, show_progress=False,
                                executor=LocalExecutor(self.resources))[0]
-        scores = _scores(record["result"], self.metric)
+        scores = question_scores(record["result"], self.metric)
         for step, ids in enumerate(self.rungs):  # the same questions' scores from the full run: like for like
             if step >= reported:
                 trial.report(_mean(scores, ids), step)
@@ -350,7 +344,7 @@ class _Trials:
         result = run_eval(build_pipeline(self.corpus, spec, resources=view), sub, ks=grid.ks, depth=grid.depth,
                           filters=spec.filter)
         scores = {**known, **{q.id: (math.nan if q.scores.get(self.metric) is None else float(q.scores[self.metric]))
-                              for q in result.questions if q.answerable}}  # as _scores reads a record, no JSON
+                              for q in result.questions if q.answerable}}  # as question_scores reads a record, no JSON
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, {"spec": spec.to_dict(), "scores": {k: (None if math.isnan(v) else v)
                                                                  for k, v in scores.items()}})
