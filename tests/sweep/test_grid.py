@@ -91,3 +91,14 @@ def test_bad_numbers_and_prefix_are_reported_before_running():
     for needle in ["k: expected positive integers", "depth: expected an integer >= 1", "samples: expected an integer >= 1",
                    "prefix must be true or false, got 'no'"]:
         assert needle in msg
+
+
+@pytest.mark.parametrize("name,kind", [("embedders-fastapi", "markdown"), ("embedders-scifact", "beir")])
+def test_benchmark_embedder_grids_compare_both_embedders_under_each_retriever(name, kind):
+    from pathlib import Path
+
+    grid = load_grid(Path(__file__).resolve().parents[2] / "bench" / "grids" / f"{name}.toml").resolved(kind)
+    seen = {(s.retriever, s.embedder) for s in grid.specs}
+    assert seen == {(r, e) for r in ("dense", "hybrid") for e in ("minilm", "e5-small")}, seen
+    assert len({s.chunker for s in grid.specs}) == 1  # one chunking: only the retriever and the embedder vary
+    assert (grid.baseline.retriever, grid.baseline.embedder) == ("hybrid", "minilm")
