@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,8 +96,6 @@ def test_bad_numbers_and_prefix_are_reported_before_running():
 
 @pytest.mark.parametrize("name,kind", [("embedders-fastapi", "markdown"), ("embedders-scifact", "beir")])
 def test_benchmark_embedder_grids_compare_both_embedders_under_each_retriever(name, kind):
-    from pathlib import Path
-
     grid = load_grid(Path(__file__).resolve().parents[2] / "bench" / "grids" / f"{name}.toml").resolved(kind)
     seen = {(s.retriever, s.embedder) for s in grid.specs}
     assert seen == {(r, e) for r in ("dense", "hybrid") for e in ("minilm", "e5-small")}, seen
