@@ -9,7 +9,6 @@ import re
 import shutil
 import struct
 import sys
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -425,11 +424,11 @@ def test_malformed_file_in_a_folder_returns_in_bounded_time(tmp_path, capsys):
     src = shared_dataset("formats/pdf")
     shutil.copy(src / "py-pdf-sample-files/017-unreadable-meta-data/unreadablemetadata.pdf", tmp_path)
     shutil.copy(src / "python-tutorial/appetite.pdf", tmp_path)
-    started = time.monotonic()
     corpus = rt.load_corpus(tmp_path, extract_timeout_s=60)
-    assert time.monotonic() - started < 60
     assert [d.id for d in corpus] == ["appetite.pdf"]
-    assert "unreadablemetadata.pdf: not a readable PDF" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "unreadablemetadata.pdf: not a readable PDF" in err  # refused as unreadable, not stopped at the limit
+    assert "took more than" not in err
 
 
 @pytest.mark.dataset
