@@ -9,6 +9,7 @@ judge and embedder, the Anthropic Messages API) goes through the same client, so
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,7 +19,7 @@ import pytest
 from ragtune import APIError, Chunk
 from ragtune.answer.llm import AnthropicGenerator, ChatLLM, OpenAIChatGenerator
 from ragtune.embed.openai import OpenAIEmbedder
-from ragtune.http import JSONClient, redact_url, redirect_problem
+from ragtune.http import JSONClient, redact_text, redact_url, redirect_problem
 
 MAX_S = 10  # no handler of these servers runs longer than this, whatever the client does
 
@@ -136,13 +137,12 @@ def _good(h, body):
 def test_a_redirect_to_another_port_is_refused_and_the_credential_never_sent(kind, code, servers, monkeypatch):
     other = servers(_good)
     first = servers(redirect(lambda: other.url + "/elsewhere", code))
-    t0 = time.monotonic()
     with pytest.raises(APIError) as e:
         _call(kind, first.url, monkeypatch)
     msg = str(e.value)
     assert "another origin" in msg and f"127.0.0.1:{first.port}" in msg and f"127.0.0.1:{other.port}" in msg
     assert other.requests == []  # nothing (no key) reached the other server
-    assert "secret" not in msg and time.monotonic() - t0 < 3
+    assert "secret" not in msg and len(first.requests) == 1  # refused at once, not retried
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -189,11 +189,9 @@ def test_an_endless_chunked_answer_stops_at_the_size_cap(servers):
         while time.monotonic() < stop:
             h.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
 
-    server = servers(endless)
-    t0 = time.monotonic()
+    server = servers(endless)  # read to the cap, then refused (the server would go on for MAX_S)
     with pytest.raises(APIError, match="goes on past the 1 MiB a client reads"):
         JSONClient(server.url, max_retries=0, timeout=5, max_bytes=2 ** 20).post("x", {})
-    assert time.monotonic() - t0 < 3
 
 
 def test_a_huge_content_length_is_refused_before_reading(servers):
@@ -203,11 +201,9 @@ def test_a_huge_content_length_is_refused_before_reading(servers):
         h.end_headers()
         h.wfile.write(b"[" * 1024)  # and never the rest
 
-    server = servers(huge)
-    t0 = time.monotonic()
+    server = servers(huge)  # a read of the body would end in the 5 s timeout, with another message
     with pytest.raises(APIError, match=r"the answer is 200 MiB \(Content-Length\), more than the 32 MiB"):
         JSONClient(server.url, max_retries=0, timeout=5).post("x", {})
-    assert time.monotonic() - t0 < 2
 
 
 @pytest.mark.parametrize("where", ["headers", "body"])
@@ -225,24 +221,33 @@ def test_a_trickling_server_cannot_stretch_the_timeout(servers, where):
             n += 1
 
     server = servers(trickle)
-    t0 = time.monotonic()
-    with pytest.raises(APIError, match=r"no complete answer within 1 s \(timeout\)"):
+    # the attempt's watch stopped it (this message says so); a socket timeout that each trickled byte restarts
+    # would have read on until the server stopped, and failed with another message
+    with pytest.raises(APIError, match=r"giving up after 1 attempts; last error no complete answer within 1 s "
+                                       r"\(timeout\)"):
         JSONClient(server.url, max_retries=0, timeout=1.0).post("x", {})
-    assert 0.9 < time.monotonic() - t0 < 2.5
 
 
-def test_retry_waits_are_capped_and_a_call_has_a_deadline(servers):
+def test_retry_waits_are_capped_and_a_call_has_a_deadline(servers, monkeypatch):
+    waits = []  # the client's sleeps between attempts (this thread's only; the servers sleep in theirs)
+    sleep, main = time.sleep, threading.current_thread()
+
+    def recorded(seconds):
+        if threading.current_thread() is main:
+            waits.append(seconds)
+        sleep(seconds)
+
+    monkeypatch.setattr(time, "sleep", recorded)
     server = servers(lambda h, body: reply(h, {"error": "busy"}, 429, [("Retry-After", "30")]))
-    client = JSONClient(server.url, max_retries=3, timeout=1, max_wait=0.2, deadline=5)
-    t0 = time.monotonic()
+    client = JSONClient(server.url, max_retries=3, timeout=1, max_wait=0.2, deadline=30)
     with pytest.raises(APIError, match="giving up after 4 attempts"):
         client.post("x", {})
-    assert time.monotonic() - t0 < 2 and client.retries == 3  # three waits of 0.2 s, not of 30 s
+    assert waits == [0.2, 0.2, 0.2] and client.retries == 3  # three waits of 0.2 s, not of 30 s
+    waits.clear()
     client = JSONClient(server.url, max_retries=3, timeout=1, max_wait=10, deadline=2)
-    t0 = time.monotonic()
     with pytest.raises(APIError, match="would start past the call's deadline of 2 s"):
         client.post("x", {})
-    assert time.monotonic() - t0 < 1 and client.requests == 1
+    assert waits == [] and client.requests == 1  # a wait past the deadline is not waited
     stop = time.monotonic() + MAX_S
 
     def hang(h, body):
@@ -250,11 +255,14 @@ def test_retry_waits_are_capped_and_a_call_has_a_deadline(servers):
             time.sleep(0.05)
 
     hung = servers(hang)
-    client = JSONClient(hung.url, max_retries=5, timeout=0.5, backoff=0.0, deadline=1.2)
-    t0 = time.monotonic()
-    with pytest.raises(APIError, match="within the call's deadline of 1.2 s"):
+    client = JSONClient(hung.url, max_retries=5, timeout=0.5, backoff=0.0, deadline=1.3)
+    with pytest.raises(APIError, match="within the call's deadline of 1.3 s"):
         client.post("x", {})
-    assert time.monotonic() - t0 < 2 and client.requests == 3  # 0.5 + 0.5 + the 0.2 left
+    assert client.requests in (2, 3)  # 0.5 + 0.5 (+ what is left), not the 6 attempts allowed
+    client = JSONClient(hung.url, max_retries=5, timeout=1.0, backoff=0.0, deadline=0.4)
+    with pytest.raises(APIError, match=r"giving up after 1 attempts within the call's deadline of 0.4 s; "
+                                       r"last error no complete answer within 0\.[34]\d* s"):
+        client.post("x", {})  # the attempt is given what is left of the deadline, not its full 1 s
 
 
 def test_answers_that_are_not_utf8_or_too_deep_are_clear_errors(servers):
@@ -282,6 +290,29 @@ def test_redact_url():
     url = "http://h/search?q=x&X-Amz-Signature=abc&X-Amz-Credential=AKIA&password=p&session=s"
     assert set(redact_url(url).split("&")[1:]) == {"X-Amz-Signature=***", "X-Amz-Credential=***",
                                                     "password=***", "session=***"}
+
+
+def test_redact_text_hides_the_credentials_of_every_url_in_a_text():
+    # MLflow's own exception text, as ragtune wraps it: two URLs, each with a password
+    text = ("MLflow at http://alice:s3cr3tPW@127.0.0.1:9/ refused or failed: API request to "
+            "http://alice:s3cr3tPW@127.0.0.1:9/api/2.0/mlflow/experiments/get-by-name failed with exception "
+            "HTTPConnectionPool(host='127.0.0.1', port=9): Max retries exceeded with url: "
+            "/api/2.0/mlflow/experiments/get-by-name?experiment_name=ragtune&access_token=t0k3n (Caused by ...)")
+    out = redact_text(text)
+    assert "s3cr3tPW" not in out and "alice" not in out and "t0k3n" not in out
+    assert out.count("http://***@127.0.0.1:9/") == 2 and "?experiment_name=ragtune&access_token=***" in out
+    # query tokens in several URLs of one text, the sentence's punctuation kept, harmless parameters kept
+    out = redact_text("tried https://h/x?token=abc&k=5, then (https://u:p4ss@h2:19530?api_key=xyz). "
+                      "and 'milvus://root:Milvus9@m/db?password=pw1' last")
+    assert out == ("tried https://h/x?token=***&k=5, then (https://***@h2:19530?api_key=***). "
+                   "and 'milvus://***@m/db?password=***' last")
+    # a password holding a quote or an @ is still hidden whole
+    assert redact_text("at 'http://bob:it's@a@h:5/x' now") == "at 'http://***@h:5/x' now"
+    # text without a URL, and URLs without credentials, come back unchanged
+    for plain in ("plain text: a@b.c wrote 50% & more ?x=1 = y", "sqlite:///tmp/out/mlruns/mlflow.db",
+                  "http://127.0.0.1:5000/api?q={query}&k=10", "", "error: --top must be at least 1"):
+        assert redact_text(plain) == plain
+    assert redact_text(None) == "" and redact_text(ValueError("https://k:v@h")) == "https://***@h"
 
 
 def test_messages_and_recorded_configs_never_hold_url_credentials(servers, corpus, golden, monkeypatch):

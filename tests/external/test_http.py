@@ -1,6 +1,7 @@
 """HTTP mode against real servers on 127.0.0.1: a plain stdlib server, and `ragtune serve` itself."""
 
 import json
+import re
 import socket
 import threading
 import time
@@ -230,9 +231,7 @@ def hanging():
 
 def test_a_trickling_question_fails_alone_within_its_timeout(hanging, corpus, golden):
     Hanging.hang = {golden.items[1].q}
-    t0 = time.monotonic()
     got = evaluate_endpoint(hanging, golden, corpus=corpus, ks=KS, timeout=0.5, retries=0)
-    assert time.monotonic() - t0 < 3
     assert got.config["failed"]["count"] == 1
     (failed,) = got.config["failed"]["questions"]
     assert failed["question"] == golden.items[1].id and "no complete answer within 0.5 s" in failed["error"]
@@ -244,12 +243,14 @@ def test_a_trickling_question_fails_alone_within_its_timeout(hanging, corpus, go
 @pytest.mark.parametrize("concurrency", [1, 3])
 def test_the_whole_run_has_a_deadline(hanging, corpus, golden, concurrency):
     Hanging.hang = {i.q for i in golden.items[1:]}
-    t0 = time.monotonic()
     got = evaluate_endpoint(hanging, golden, corpus=corpus, ks=KS, timeout=30, retries=3, run_deadline=1.0,
                             concurrency=concurrency)
-    assert time.monotonic() - t0 < 2.5  # not 30 s per question
     assert got.config["deadline_s"] == 1.0 and got.config["failed"]["count"] == len(golden) - 1
-    assert all("deadline" in f["error"] for f in got.config["failed"]["questions"])
+    errors = [f["error"] for f in got.config["failed"]["questions"]]
+    assert all("deadline" in e for e in errors), errors
+    # a request in flight was given what was left of the run (at most 1 s), never its own 30 s and 3 retries
+    asked = [float(x) for e in errors for x in re.findall(r"no complete answer within ([0-9.e-]+) s", e)]
+    assert all(x <= 1.0 for x in asked) and not any("giving up after 4 attempts" in e for e in errors), errors
 
 
 def test_eval_cli_reports_failed_questions_and_fail_fast_stops(hanging, tmp_path, golden, capsys):

@@ -101,7 +101,10 @@ def test_a_corrupt_log_leaves_the_server_up_with_logging_off(store, tmp_path, ca
 
 
 def test_a_locked_log_stalls_nothing(store, tmp_path):
-    """A lock held for 5 s (as a retention DELETE would) while 48 clients ask for answers."""
+    """A lock held (as a retention DELETE would) while 48 clients ask for answers and a prober asks for /health
+    and /search: every request is answered while the lock is still held, which the test releases only after
+    the last answer came back. No request waits for the lock: one that did would never be answered (the
+    request timeouts are hang guards, far above a normal answer)."""
     log = tmp_path / "t.sqlite"
     with serve(store, log_path=str(log)) as s:
         assert call(s.url, "/answer", Q, key=KEY)[0] == 200  # the log exists
@@ -109,26 +112,16 @@ def test_a_locked_log_stalls_nothing(store, tmp_path):
         holder = sqlite3.connect(str(log), isolation_level=None, check_same_thread=False)
         holder.execute("BEGIN EXCLUSIVE")
         released = threading.Event()
-
-        def release():
-            time.sleep(5)
-            stats.update(s.app.state.telemetry.stats())
-            released.set()
-            holder.execute("COMMIT")
-
-        stats: dict = {}
-        threading.Thread(target=release, daemon=True).start()
         codes, probes = [], []
 
         def answer(_):
-            codes.append((call(s.url, "/answer", Q, key=KEY, timeout=30)[0], released.is_set()))
+            codes.append((call(s.url, "/answer", Q, key=KEY, timeout=60)[0], released.is_set()))
 
         def probe():
             for _ in range(10):
                 for path, body in (("/health", None), ("/search", {"query": "refunds", "k": 3})):
-                    t0 = time.perf_counter()
-                    code, _ = call(s.url, path, body, key=KEY, timeout=30)
-                    probes.append((path, code, time.perf_counter() - t0, released.is_set()))
+                    code, _ = call(s.url, path, body, key=KEY, timeout=60)
+                    probes.append((path, code, released.is_set()))
                 time.sleep(0.05)
 
         prober = threading.Thread(target=probe)
@@ -136,17 +129,19 @@ def test_a_locked_log_stalls_nothing(store, tmp_path):
         with ThreadPoolExecutor(48) as pool:
             list(pool.map(answer, range(96)))
         prober.join()
+        stats = s.app.state.telemetry.stats()  # still under the lock
+        released.set()
+        holder.execute("COMMIT")
         assert codes == [(200, False)] * 96  # every answer came back while the lock was still held
-        assert released.wait(10)
+        assert len(probes) == 20 and all(code == 200 and not late for _, code, late in probes)
         assert stats["written"] == 1 and stats["queued"] + stats["dropped"] == 96
-        assert probes and all(code == 200 and not late for _, code, _, late in probes)
-        assert max(t for _, _, t, _ in probes) < 1.5, probes  # far below the 5 s lock
         assert s.app.state.telemetry.flush(10)
         assert s.app.state.telemetry.stats()["written"] == 97  # queued rows were written after the lock
 
 
-def raw(port, head: bytes, body: bytes = b"", timeout=5) -> tuple[int, bytes, float]:
-    t0 = time.perf_counter()
+def raw(port, head: bytes, body: bytes = b"", timeout=60) -> tuple[int, bytes]:
+    """Send a request and read the answer's head; ``timeout`` is a hang guard (an answer that waits for
+    a body never sent ends in socket.timeout, failing the test)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
         sock.sendall(head + body)
         data = b""
@@ -155,19 +150,19 @@ def raw(port, head: bytes, body: bytes = b"", timeout=5) -> tuple[int, bytes, fl
             if not chunk:
                 break
             data += chunk
-    return int(data.split(b" ", 2)[1]), data, time.perf_counter() - t0
+    return int(data.split(b" ", 2)[1]), data
 
 
 def test_a_large_body_is_refused_before_it_is_read(store):
     with serve(store) as s:
         head = (f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: {KEY}\r\n"
                 f"Content-Length: {10_000_000}\r\n\r\n").encode()
-        code, data, took = raw(s.port, head, b'{"query": "')  # 10 MB announced, a few bytes sent
-        assert code == 413 and b"over 65536 bytes" in data and took < 3
+        code, data = raw(s.port, head, b'{"query": "')  # 10 MB announced, a few bytes sent: never read
+        assert code == 413 and b"over 65536 bytes" in data
         chunk = b"x" * 70000
         head = (f"POST /search HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-API-Key: {KEY}\r\n"
                 "Transfer-Encoding: chunked\r\n\r\n").encode()
-        code, _, _ = raw(s.port, head, f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")  # no length, too long
+        code, _ = raw(s.port, head, f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")  # no length, too long
         assert code == 413
         assert call(s.url, "/search", {"query": "refunds", "k": 1}, key=KEY)[0] == 200  # still serving
 

@@ -52,6 +52,16 @@ def wait_for(cond, timeout=10):
     return cond()
 
 
+def returns_while_locked(fn):
+    """``fn()`` run in a thread that must return while the caller still holds a lock (a hang guard of 60 s)."""
+    out: list = []
+    t = threading.Thread(target=lambda: out.append(fn()), daemon=True)
+    t.start()
+    t.join(60)
+    assert out, "it waited for the lock"
+    return out[0]
+
+
 @pytest.mark.parametrize("message", ["database or disk is full", "attempt to write a readonly database",
                                      "disk I/O error"])
 def test_failed_writes_are_counted_reported_and_recovered_from(tmp_path, message):
@@ -170,10 +180,10 @@ def test_a_lock_keeps_rows_queued_then_writes_them_all(tmp_path):
     holder.execute("BEGIN EXCLUSIVE")
     err = io.StringIO()
     w = TelemetryWriter(path, stderr=err, queue_size=10)
-    t0 = time.perf_counter()
-    results = [w.submit(**ROW) for _ in range(15)]
-    assert time.perf_counter() - t0 < 0.5  # submit never waits for the lock
-    time.sleep(0.5)
+    # submit never waits for the lock: all 15 return while it is held (this thread holds it, so a submit that
+    # waited would never return; the join's 60 s is a hang guard)
+    results = returns_while_locked(lambda: [w.submit(**ROW) for _ in range(15)])
+    assert wait_for(lambda: "locked" in err.getvalue() and "queue full" in err.getvalue(), 60)
     s = w.stats()
     assert s["written"] == 0 and s["queued"] == 10 and s["dropped"] == 5 and results.count(False) == 5
     assert not w.ok and "locked" in err.getvalue() and "queue full" in err.getvalue()
@@ -189,9 +199,8 @@ def test_a_lock_at_start_does_not_disable_logging(tmp_path):
     TelemetryLog(path).close()
     holder = sqlite3.connect(str(path), isolation_level=None)
     holder.execute("BEGIN EXCLUSIVE")
-    t0 = time.perf_counter()
-    w = TelemetryWriter(path, stderr=io.StringIO())
-    assert time.perf_counter() - t0 < 2 and w.stats()["enabled"]
+    w = returns_while_locked(lambda: TelemetryWriter(path, stderr=io.StringIO()))  # start waits for no lock
+    assert w.stats()["enabled"]
     w.submit(**ROW)
     holder.execute("COMMIT")
     assert w.flush(10) and w.stats()["written"] == 1
