@@ -12,6 +12,7 @@ naturally catch::
      +-- GoldenSetError         (ValueError)         a golden set file is malformed
           +-- GoldenConflictError                    a question changed since the revision a change was made on
      +-- UnknownAnchorError     (KeyError)           an anchor names nothing in the corpus
+     +-- InputTooLargeError     (ValueError)         an input is over a size the receiver states (a server answers 422)
      +-- MissingDependencyError (ImportError)        an optional extra is not installed
      +-- GridError              (ValueError)         a sweep grid file is invalid
      +-- SweepStateError        (ValueError)         a sweep folder holds another corpus's or golden set's results
@@ -38,6 +39,7 @@ __all__ = [
     "GoldenSetError",
     "GoldenConflictError",
     "UnknownAnchorError",
+    "InputTooLargeError",
     "MissingDependencyError",
     "GridError",
     "SweepStateError",
@@ -90,6 +92,11 @@ class UnknownAnchorError(RagtuneError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class InputTooLargeError(RagtuneError, ValueError):
+    """An input (a field of a request, a question's text) is over the size its receiver states; the message names
+    the field, its size and the limit."""
 
 
 class MissingDependencyError(RagtuneError, ImportError):

@@ -4,6 +4,10 @@ Security follows the server's rules (:mod:`ragtune.serve.app`): loopback by defa
 key (``X-API-Key`` on every API call; the page asks for it once); without a key, requests addressed to another
 host name are refused (a DNS-rebinding page). Every change needs the header ``X-Ragtune-Workbench`` and a JSON
 body, which a cross-site form cannot send, and the page's Content-Security-Policy allows its own origin only.
+
+Sizes are bounded (:mod:`ragtune.label.limits`): a request body over ``max_body_bytes`` is answered 413 before it
+is read (from its ``Content-Length``, or as soon as the bytes read pass the limit), and a field over its limit 422,
+each with one message in ``error`` that the page shows; nothing is written.
 """
 
 from __future__ import annotations
@@ -18,9 +22,10 @@ from typing import Annotated, Any
 
 from ..config import Opt
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, GoldenSetError, MissingDependencyError, RagtuneError
+from ..errors import ConfigError, InputTooLargeError, MissingDependencyError, RagtuneError
 from ..golden import GoldenItem
 from . import golden_file as gf
+from . import limits
 from .candidates import Candidates, question_terms
 from .golden_file import Conflict, GoldenFile, revision
 
@@ -104,9 +109,18 @@ class Workbench:
             raise gf.conflict(qid, None)
         return item
 
-    def search(self, text: str, qid: str | None) -> list[dict[str, Any]]:
-        grades = self._item(qid).judged_anchors if qid else {}
-        return [{**c.to_dict(), "grade": _number(grades.get(c.anchor))} for c in self.candidates.search(text)]
+    def search(self, text: str, qid: str | None) -> dict[str, Any]:
+        """Sections matching ``text`` outside question ``qid``'s pool (``results``), and the anchors of those left
+        out because the pool holds them already (``in_pool``), so the page can say so."""
+        found = self.candidates.search(text)
+        if not qid:
+            return {"results": [{**c.to_dict(), "grade": None} for c in found], "in_pool": []}
+        item = self._item(qid)
+        pool = {c.anchor for c in self.candidates.for_question(item, self.added.get(qid, ()))}
+        grades = item.judged_anchors
+        return {"results": [{**c.to_dict(), "grade": _number(grades.get(c.anchor))} for c in found
+                            if c.anchor not in pool],
+                "in_pool": [c.anchor for c in found if c.anchor in pool]}
 
     def source(self, anchor: str) -> dict[str, Any]:
         span = self.corpus.resolve(anchor)
@@ -122,6 +136,9 @@ class Workbench:
         return {"deleted": qid} if item is None else self.question(qid)
 
     def grade(self, qid: str, rev: str, anchor: str, value: float | None) -> dict[str, Any]:
+        limits.check_anchor(anchor)
+        if value is not None:
+            limits.check_graded(self._item(qid).judged_anchors, anchor, f"question {qid!r}")
         pool = self.pool_name if anchor in self.candidates.pool.get(qid, ()) else "workbench"
         item = self.golden.change(qid, rev, lambda it: gf.grade(it, anchor, value, by=self.judge, pool=pool))
         if value is not None:
@@ -129,9 +146,22 @@ class Workbench:
         return self._changed(item, qid)
 
     def unanswerable(self, qid: str, rev: str, value: bool) -> dict[str, Any]:
-        return self._changed(self.golden.change(qid, rev, lambda it: gf.mark_unanswerable(it, value)), qid)
+        """Mark question ``qid`` unanswerable (``value``) or put it back to judging: never a toggle, so doing it
+        twice leaves it as once. The answer says what happened (``message``, ``changed``)."""
+        was = gf.status(self._item(qid)) == "unanswerable"
+        out = self._changed(self.golden.change(qid, rev, lambda it: gf.mark_unanswerable(it, value)), qid)
+        now = out.get("status") == "unanswerable"
+        if value:
+            message = "already marked unanswerable: nothing changed" if was else "marked unanswerable"
+        elif was:
+            message = "back to judging"
+        else:
+            message = "not marked unanswerable: nothing changed"
+        return {**out, "message": message, "changed": was != now}
 
     def edit(self, qid: str, rev: str, q: str | None, tags: list[str] | None) -> dict[str, Any]:
+        limits.check_text(q)
+        limits.check_tags(tags)
         return self._changed(self.golden.change(qid, rev, lambda it: gf.edit(it, q=q, tags=tags)), qid)
 
     def delete(self, qid: str, rev: str) -> dict[str, Any]:
@@ -139,6 +169,7 @@ class Workbench:
         return self._changed(self.golden.change(qid, rev, lambda it: None), qid)
 
     def add_to_pool(self, qid: str, anchor: str) -> dict[str, Any]:
+        limits.check_anchor(anchor)
         self.corpus.resolve(anchor)  # UnknownAnchorError for a typo
         self.added.setdefault(qid, [])
         if anchor not in self.added[qid]:
@@ -146,6 +177,12 @@ class Workbench:
         return self.question(qid)
 
     def add(self, questions: list[dict[str, Any]]) -> dict[str, Any]:
+        if len(questions) > limits.MAX_IMPORT:
+            raise InputTooLargeError(f"{len(questions):,} questions at once: add at most {limits.MAX_IMPORT:,} per "
+                                     "import")
+        for n, obj in enumerate(questions, start=1):
+            if isinstance(obj, dict):
+                limits.check_question(obj, f"question {n} to add")
         added, skipped = self.golden.add(questions)
         for item in added:
             self.touched[item.id] = None
@@ -181,9 +218,70 @@ def _asset(name: str) -> bytes:
     return resources.files("ragtune.label").joinpath("static", name).read_bytes()
 
 
-def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None = "127.0.0.1"):
-    """The FastAPI app of ``bench``."""
+def body_limit(app: Any, limit: int) -> Any:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 (``{"error": ...}``) before it is
+    read: at once when its ``Content-Length`` says so, else as soon as the bytes received pass ``limit``. What
+    was read (at most ``limit`` bytes) is handed on whole."""
+    import json
+
+    message = json.dumps({"error": limits.body_too_large(limit), "limit": limit}).encode()
+
+    async def too_large(send) -> None:
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(message)).encode()),
+                                (b"connection", b"close")]})
+        await send({"type": "http.response.body", "body": message})
+
+    async def middleware(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > limit:
+                    return await too_large(send)
+        chunks, size = [], 0
+        while True:
+            received = await receive()
+            if received["type"] != "http.request":  # the client went away: nobody to answer
+                return None
+            size += len(received.get("body", b""))
+            if size > limit:  # a chunked body, or a false Content-Length
+                chunks.clear()
+                return await too_large(send)
+            chunks.append(received.get("body", b""))
+            if not received.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        chunks.clear()
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return middleware
+
+
+def _one_line(e: Exception, limit: int = 1000) -> str:
+    """An error's message, cut: a message never carries a long input back whole."""
+    text = str(e)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text):,} characters)"
+
+
+def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None = "127.0.0.1",
+               max_body_bytes: int = limits.MAX_BODY_BYTES):
+    """The FastAPI app of ``bench``. A request body over ``max_body_bytes`` is refused with 413 unread."""
     from fastapi import Body, FastAPI, Request
+    from fastapi.exceptions import RequestValidationError
     from fastapi.responses import JSONResponse, Response
 
     from ..serve.app import host_allowed
@@ -191,6 +289,8 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
     app = FastAPI(title="ragtune label", docs_url=None, redoc_url=None, openapi_url=None)
     types = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8",
              ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
+    # added before the guard below, so inside it: the host, the key and the header are checked first
+    app.add_middleware(lambda inner: body_limit(inner, max_body_bytes))
 
     @app.middleware("http")
     async def guard(request: Request, call_next):
@@ -214,9 +314,19 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
         current = None if e.current is None else bench.question(e.qid)
         return JSONResponse({"error": str(e), "conflict": True, "current": current}, 409)
 
+    @app.exception_handler(InputTooLargeError)
+    async def too_large(request: Request, e: InputTooLargeError):
+        return JSONResponse({"error": _one_line(e)}, 422)
+
     @app.exception_handler(RagtuneError)
     async def bad_input(request: Request, e: RagtuneError):
-        return JSONResponse({"error": str(e)}, 400)
+        return JSONResponse({"error": _one_line(e)}, 400)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(request: Request, e: RequestValidationError):  # one line the page shows, no input echoed
+        problems = [f"{'.'.join(str(p) for p in x.get('loc', ()) if p != 'body') or 'body'}: {x.get('msg', '')}"
+                    for x in e.errors()[:3]]
+        return JSONResponse({"error": _one_line(ValueError("bad request: " + "; ".join(problems)), 500)}, 422)
 
     def asset(name: str):
         def get():
@@ -238,7 +348,7 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
 
     @app.get("/api/search")
     def search(q: str, qid: str | None = None):
-        return {"results": bench.search(q[:500], qid)}
+        return bench.search(q[:500], qid)
 
     @app.get("/api/source")
     def source(anchor: str):
@@ -275,8 +385,6 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
 
     @app.post("/api/questions")
     def add(questions: list[dict[str, Any]] = Body(..., embed=True)):
-        if len(questions) > 10_000:
-            raise GoldenSetError(f"{len(questions)} questions at once: add at most 10,000 per import")
         return bench.add(questions)
 
     return app
