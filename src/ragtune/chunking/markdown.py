@@ -7,6 +7,8 @@ piece) and a code block between lines (the fence reopened and closed in the
 indexed text). A heading always stays with the first content under it.
 With ``merge_siblings``, small consecutive sections under the same parent
 (or a parent's intro and its first child) share a chunk up to the size.
+With ``prefix``, the size counts each chunk's prefix: a piece and the
+``Title > Heading path`` it is indexed with fit the size together.
 
 Blocks come from the same scanner the corpus parser uses
 (:mod:`ragtune.corpus.blocks`), so a heading that has an anchor is never
@@ -24,7 +26,7 @@ from ..config import Opt
 from ..corpus.blocks import Block, blocks_in
 from ..errors import ConfigError
 from ..types import Chunk, Document, Section
-from .base import SizedConfig, apply_overlap, make_chunk, trim_span, windows
+from .base import Prefixes, SizedConfig, apply_overlap, make_chunk, trim_span, windows
 from .recursive import split_recursive
 from .tokens import TokenSpans, get_tokenizer
 
@@ -168,7 +170,9 @@ class MarkdownChunker:
     def chunk(self, document: Document) -> list[Chunk]:
         cfg = self.config
         text = document.text
-        ts = TokenSpans(text, get_tokenizer(cfg.tokenizer))
+        tok = get_tokenizer(cfg.tokenizer)
+        ts = TokenSpans(text, tok)
+        pre = Prefixes(document, ts, prefix=cfg.prefix, size=cfg.size, tokenizer=tok)
         units: list[tuple[int, int, Section | None]] = [(0, document.sections[0].start if document.sections else len(text), None)]
         units.extend((s.start, s.own_end, s) for s in document.sections)
 
@@ -187,33 +191,35 @@ class MarkdownChunker:
                     continue
             if pending is not None:
                 start, pending = pending, None
-            if ts.count(start, end) <= cfg.size:
+            # the size less the prefix: the longer of the unit's (where its chunks start) and its section's
+            size = min(pre.budget(start), pre.budget(section.start)) if section is not None else pre.budget(start)
+            if ts.count(start, end) <= size:
                 # headings too long to carry forward stand alone: never merged onto earlier content
                 items.append((Piece(start, end), section, not heading_only))
             else:
-                pieces = section_pieces(ts, start, end, cfg.size - cfg.overlap, cfg.overlap)
+                pieces = section_pieces(ts, start, end, max(size - cfg.overlap, 1), cfg.overlap)
                 items.extend((p, section, False) for p in pieces)
         if pending is not None:  # headings with nothing under them at the end of the document
             items.append((Piece(pending, len(text)), None, False))
 
-        merged = self._merge(ts, items) if cfg.merge_siblings else [p for p, _, _ in items]
+        merged = self._merge(ts, items, pre) if cfg.merge_siblings else [p for p, _, _ in items]
         chunks = []
         for p in merged:
             s, e = trim_span(text, p.start, p.end)
             if s < e:
                 chunks.append(make_chunk(document, s, e, prefix=cfg.prefix, tokens=ts.count(s, e),
-                                         lead=p.lead, tail=p.tail))
+                                         lead=p.lead, tail=p.tail, prefixes=pre))
         return chunks
 
-    def _merge(self, ts: TokenSpans, items: list[tuple[Piece, Section | None, bool]]) -> list[Piece]:
+    def _merge(self, ts: TokenSpans, items: list[tuple[Piece, Section | None, bool]], pre: Prefixes) -> list[Piece]:
         """Merge consecutive whole sections under one parent (or a parent's intro and its
-        first child) while they fit in the size."""
+        first child) while they fit in the size (the group's prefix counted)."""
         out: list[Piece] = []
         group: tuple[Section, Section] | None = None  # (first, last) section of the open merged group
         for piece, section, whole in items:
             if (group is not None and whole and section is not None
                     and section.parent in (group[0].parent, group[1].anchor)
-                    and ts.count(out[-1].start, piece.end) <= self.config.size):
+                    and ts.count(out[-1].start, piece.end) <= pre.budget(out[-1].start)):
                 out[-1] = Piece(out[-1].start, piece.end)
                 group = (group[0], section)
                 continue

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 
 from ..types import Chunk, Document
-from .base import SizedConfig, apply_overlap, emit, windows
+from .base import Prefixes, SizedConfig, apply_overlap, emit, refit, windows
 from .tokens import TokenSpans, get_tokenizer
 
 __all__ = ["RecursiveChunkerConfig", "RecursiveChunker", "split_recursive", "SEPARATORS"]
@@ -58,8 +58,8 @@ def split_recursive(ts: TokenSpans, start: int, end: int, budget: int, level: in
 
 @dataclass(frozen=True)
 class RecursiveChunkerConfig(SizedConfig):
-    """Pieces of at most ``size`` tokens cut at natural boundaries; each piece
-    after the first starts ``overlap`` tokens early."""
+    """Pieces of at most ``size`` tokens (with ``prefix``, each piece's prefix included) cut at natural
+    boundaries; each piece after the first starts ``overlap`` tokens early."""
 
 
 class RecursiveChunker:
@@ -70,12 +70,24 @@ class RecursiveChunker:
 
     def chunk(self, document: Document) -> list[Chunk]:
         cfg = self.config
-        ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
+        tok = get_tokenizer(cfg.tokenizer)
+        ts = TokenSpans(document.text, tok)
+        pre = Prefixes(document, ts, prefix=cfg.prefix, size=cfg.size, tokenizer=tok)
         n = len(document.text)
-        if len(ts) <= cfg.size:
-            return emit(document, [(0, n)], ts, prefix=cfg.prefix)
+        if len(ts) <= pre.budget(0):
+            return emit(document, [(0, n)], ts, prefix=cfg.prefix, prefixes=pre)
         pieces = split_recursive(ts, 0, n, cfg.size - cfg.overlap)
-        return emit(document, apply_overlap(ts, pieces, cfg.overlap), ts, prefix=cfg.prefix)
+        return emit(document, fit_recursive(ts, pieces, pre, cfg.overlap), ts, prefix=cfg.prefix, prefixes=pre)
+
+
+def fit_recursive(ts: TokenSpans, pieces: list[tuple[int, int]], pre: Prefixes, overlap: int) -> list[tuple[int, int]]:
+    """``pieces`` with ``overlap`` applied; with a prefix, a piece that does not fit with its prefix is first cut
+    again (recursively, at the budget its start leaves) and no overlap makes a piece outgrow its budget."""
+    if not pre.prefix:
+        return apply_overlap(ts, pieces, overlap)
+    pieces = refit(ts, pieces, lambda s: max(pre.budget(s) - overlap, 1),
+                   lambda s, e, room: split_recursive(ts, s, e, room))
+    return apply_overlap(ts, pieces, overlap, budget=pre.budget)
 
 
 from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined

@@ -15,7 +15,7 @@ from typing import Annotated
 from ..config import Config, Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Document
-from .base import make_chunk, prefix_for, trim_span, windows
+from .base import Prefixes, make_chunk, trim_span, windows
 from .tokens import RegexTokenizer, TokenSpans, get_tokenizer
 
 __all__ = ["SectionChunkerConfig", "SectionChunker", "fit_pieces"]
@@ -94,6 +94,9 @@ class SectionChunker:
         chunks = []
         tok = get_tokenizer(cfg.tokenizer) if cfg.max_tokens else None
         ts = TokenSpans(text, tok) if tok is not None else None
+        # the window less the special tokens and the slack: what a piece and its prefix share
+        pre = (Prefixes(document, ts, prefix=cfg.prefix, size=int(cfg.max_tokens or 0) - SPECIAL_TOKENS - SLACK,
+                        tokenizer=tok) if ts is not None else None)
         for a, b in bounds:
             a, b = trim_span(text, a, b)
             if a >= b:
@@ -102,22 +105,14 @@ class SectionChunker:
                 chunks.append(make_chunk(document, a, b, prefix=cfg.prefix,
                                          tokens=len(RegexTokenizer().spans(text[a:b]))))
                 continue
-            for x, y in fit_pieces(document, a, b, ts, self._budget(document, a, tok)):
+            # the tokens left for a piece's own text: the window less the special tokens, the slack and this
+            # section's prefix (cut to half of what is left when longer); at least 16 when the window is tiny
+            budget = max(pre.budget(a), 16)
+            for x, y in fit_pieces(document, a, b, ts, budget):
                 x, y = trim_span(text, x, y)
                 if x < y:
-                    chunks.append(make_chunk(document, x, y, prefix=cfg.prefix, tokens=ts.count(x, y)))
+                    chunks.append(make_chunk(document, x, y, prefix=cfg.prefix, tokens=ts.count(x, y), prefixes=pre))
         return chunks
-
-    def _budget(self, document: Document, start: int, tok) -> int:
-        """The tokens left for a piece's own text: the window less the special tokens and this section's prefix."""
-        cfg = self.config
-        left = int(cfg.max_tokens or 0) - SPECIAL_TOKENS - SLACK
-        if cfg.prefix:
-            section = document.section_at(start)
-            p = prefix_for(document, section.heading_path if section else ())
-            if p:
-                left -= len(tok.spans(p + "\n\n"))
-        return max(left, 16)  # a heading path longer than the window: still pieces, the embedder cuts the prefix
 
 
 from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined

@@ -18,7 +18,7 @@ from ..config import Opt, check_range
 from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError
 from ..types import Chunk, Document
-from .base import SizedConfig, emit, trim_span, windows
+from .base import Budget, Prefixes, SizedConfig, emit, trim_span, windows
 from .recursive import SEPARATORS
 from .tokens import TokenSpans, get_tokenizer
 
@@ -44,8 +44,9 @@ class SemanticChunkerConfig(SizedConfig):
         check_range("SemanticChunkerConfig", "percentile", self.percentile, lo=0, hi=100)
 
 
-def sentence_spans(ts: TokenSpans, size: int) -> list[tuple[int, int]]:
-    """Trimmed sentence spans covering the text; a sentence over ``size`` tokens is windowed."""
+def sentence_spans(ts: TokenSpans, size: int, budget: Budget | None = None) -> list[tuple[int, int]]:
+    """Trimmed sentence spans covering the text; a sentence over ``size`` tokens (or ``budget(its start)``: a
+    prefix counted) is windowed."""
     text = ts.text
     cuts = sorted({m.end() for pat in SEPARATORS[1:4] for m in pat.finditer(text)})
     bounds = [0, *[c for c in cuts if 0 < c < len(text)], len(text)]
@@ -54,8 +55,8 @@ def sentence_spans(ts: TokenSpans, size: int) -> list[tuple[int, int]]:
         s, e = trim_span(text, s, e)
         if s >= e:
             continue
-        if ts.count(s, e) > size:
-            out.extend(trim_span(text, a, b) for a, b in windows(ts, s, e, size))
+        if ts.count(s, e) > (size if budget is None else min(size, budget(s))):
+            out.extend(trim_span(text, a, b) for a, b in windows(ts, s, e, size, budget=budget))
         else:
             out.append((s, e))
     return [(s, e) for s, e in out if s < e]
@@ -78,10 +79,12 @@ class SemanticChunker:
 
     def chunk(self, document: Document) -> list[Chunk]:
         cfg = self.config
-        ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
-        sents = sentence_spans(ts, cfg.size)
+        tok = get_tokenizer(cfg.tokenizer)
+        ts = TokenSpans(document.text, tok)
+        pre = Prefixes(document, ts, prefix=cfg.prefix, size=cfg.size, tokenizer=tok)
+        sents = sentence_spans(ts, cfg.size, pre.budget if cfg.prefix else None)
         if len(sents) <= 1:
-            return emit(document, sents, ts, prefix=cfg.prefix)
+            return emit(document, sents, ts, prefix=cfg.prefix, prefixes=pre)
         vecs = self.embedder.embed([document.text[s:e] for s, e in sents])
         sims = np.einsum("ij,ij->i", vecs[:-1], vecs[1:])
         if cfg.threshold is not None:
@@ -92,12 +95,12 @@ class SemanticChunker:
         spans: list[tuple[int, int]] = []
         cur_s, cur_e = sents[0]
         for (s, e), brk in zip(sents[1:], breaks):
-            if brk or ts.count(cur_s, e) > cfg.size:
+            if brk or ts.count(cur_s, e) > pre.budget(cur_s):
                 spans.append((cur_s, cur_e))
                 cur_s = s
             cur_e = e
         spans.append((cur_s, cur_e))
-        return emit(document, spans, ts, prefix=cfg.prefix)
+        return emit(document, spans, ts, prefix=cfg.prefix, prefixes=pre)
 
 
 from ..registry import CHUNKERS  # noqa: E402 - registered where it is defined

@@ -20,9 +20,9 @@ from typing import Annotated
 from ..config import Opt, check_choice, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Document
-from .base import SizedConfig, apply_overlap, emit
+from .base import Prefixes, SizedConfig, emit
 from .markdown import MarkdownChunker, MarkdownChunkerConfig
-from .recursive import RecursiveChunker, RecursiveChunkerConfig, split_recursive
+from .recursive import RecursiveChunker, RecursiveChunkerConfig, fit_recursive, split_recursive
 from .tokens import TokenSpans, get_tokenizer
 
 __all__ = ["SmallToBigChunkerConfig", "SmallToBigChunker"]
@@ -73,14 +73,17 @@ class SmallToBigChunker:
         if cfg.parent == "section":
             return self._sections(document)
         parents = self._parent.chunk(document)
-        ts = TokenSpans(document.text, get_tokenizer(cfg.tokenizer))
+        tok = get_tokenizer(cfg.tokenizer)
+        ts = TokenSpans(document.text, tok)
+        pre = Prefixes(document, ts, prefix=cfg.prefix, size=cfg.size, tokenizer=tok)
         children: list[Chunk] = []
         for p in parents:
-            if ts.count(p.start, p.end) <= cfg.size:
+            if ts.count(p.start, p.end) <= pre.budget(p.start):
                 pieces = [(p.start, p.end)]
             else:
-                pieces = apply_overlap(ts, split_recursive(ts, p.start, p.end, cfg.size - cfg.overlap), cfg.overlap)
-            children.extend(emit(document, pieces, ts, prefix=cfg.prefix, parent_id=p.id))
+                pieces = fit_recursive(ts, split_recursive(ts, p.start, p.end, cfg.size - cfg.overlap), pre,
+                                       cfg.overlap)
+            children.extend(emit(document, pieces, ts, prefix=cfg.prefix, parent_id=p.id, prefixes=pre))
         return parents, children
 
     def _sections(self, document: Document) -> tuple[list[Chunk], list[Chunk]]:

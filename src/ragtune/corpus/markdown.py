@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import CorpusError
 from ..types import Section
 from .blocks import scan_blocks
+from .headings import MAX_HEADING_CHARS, clip_heading
 from .metadata import load_front_matter
 
 __all__ = ["parse_markdown", "slugify", "strip_inline_markdown", "Slugger", "ParsedMarkdown"]
@@ -290,7 +291,9 @@ def parse_markdown(text: str, *, doc_id: str, source: str | None = None) -> Pars
     for h in headings:
         if h.explicit_id:
             slugger.reserve(h.explicit_id)
-    titles = [strip_inline_markdown(h.title) for h in headings]
+    # clipped (corpus.headings): a title is repeated in every heading path under it and every chunk's prefix;
+    # the raw text is cut first so that stripping a 200 KB heading's markup costs no more than a short one's
+    titles = [clip_heading(strip_inline_markdown(h.title[:4 * MAX_HEADING_CHARS])) for h in headings]
     ids: list[str] = []
     claimed: set[str] = set()
     for h, title in zip(headings, titles):

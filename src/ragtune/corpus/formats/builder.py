@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...types import Document, Section
+from ..headings import clip_heading
 from ..markdown import Slugger, slugify
 
 __all__ = ["DocumentBuilder", "heading_slug", "strip_section_number", "build_sections"]
@@ -71,7 +72,7 @@ def build_sections(doc_id: str, length: int, headings: Sequence[_Heading]) -> tu
         if h.id and h.id not in claimed:
             ids.append(h.id)
         else:
-            ids.append(slugger.unique(h.id or heading_slug(h.title)))
+            ids.append(slugger.unique(h.id or heading_slug(clip_heading(h.title))))
         claimed.add(ids[-1])
     ends = [length] * len(headings)
     waiting: list[int] = []
@@ -88,8 +89,9 @@ def build_sections(doc_id: str, length: int, headings: Sequence[_Heading]) -> tu
         aliases = tuple(a for a in dict.fromkeys(h.aliases) if a and a not in used_aliases)
         used_aliases.update(aliases)
         own_end = headings[i + 1].offset if i + 1 < len(headings) else length
-        section = Section(doc_id=doc_id, id=ids[i], title=h.title, level=h.level,
-                          heading_path=tuple(s.title for _, s in stack) + (h.title,),
+        title = clip_heading(h.title)  # repeated in every heading path and prefix under it (corpus.headings)
+        section = Section(doc_id=doc_id, id=ids[i], title=title, level=h.level,
+                          heading_path=tuple(s.title for _, s in stack) + (title,),
                           parent=stack[-1][1].anchor if stack else None, start=h.offset, end=ends[i],
                           own_end=own_end, explicit_id=h.id, aliases=aliases)
         sections.append(section)
@@ -201,6 +203,6 @@ class DocumentBuilder:
         if not title or not title.strip():
             first = next((s for s in sections if s.level == min(x.level for x in sections)), None)
             title = strip_section_number(first.title) if first else (fallback_title or self.doc_id)
-        return Document(id=self.doc_id, title=_one_line(title), text=text, metadata=dict(metadata or {}),
+        return Document(id=self.doc_id, title=clip_heading(_one_line(title)), text=text, metadata=dict(metadata or {}),
                         sections=sections, source=self.source, format=self.format,
                         locations=tuple((at, dict(loc)) for at, loc in self.locations))
