@@ -4,7 +4,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -99,10 +98,9 @@ def test_a_hub_id_not_here_fails_fast_with_the_fix(monkeypatch, tmp_path):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf" / "hub"))
     emb = get_embedder("ragtune-tests/no-such-model-7c2e")  # a bare id: sentence-transformers, nothing loaded yet
     assert emb.model_id == "st:ragtune-tests/no-such-model-7c2e"
-    t0 = time.perf_counter()
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(ConfigError) as e:  # from the check before the model library loads: no network tried
         emb.embed(["hello"])
-    assert time.perf_counter() - t0 < 10
+    assert "HF_HUB_OFFLINE=1 is set" in str(e.value)
     assert "hf download ragtune-tests/no-such-model-7c2e" in str(e.value) and "HF_HUB_OFFLINE=1" in str(e.value)
 
 

@@ -95,7 +95,7 @@ def test_compare_candidates_reads_the_rerank_stage_latency(pipeline):
     assert [r["candidates"] for r in rows] == ["none", 1, 3]
     assert rows[0]["rerank_p50_ms"] == 0.0
     assert rows[1]["rerank_p50_ms"] == pytest.approx(40.0) and rows[2]["rerank_p95_ms"] == pytest.approx(40.0)
-    assert rows[2]["p50_ms"] > 40.0  # the whole search includes the rerank stage
+    assert rows[2]["p95_ms"] >= rows[2]["p50_ms"] >= rows[2]["rerank_p50_ms"]  # the whole search holds the stage
     # promoting fish.md helps q1 and hurts q2 once it can reach the fish chunk (3 candidates, not 1)
     base = run_eval(pipeline, golden(), ks=(1, 3, 10)).metrics["ndcg@10"]
     assert rows[0]["ndcg@10"] == pytest.approx(base) and rows[1]["gain"] == pytest.approx(rows[1]["ndcg@10"] - base)

@@ -162,9 +162,21 @@ def test_a_failed_load_is_reported_and_retried_on_promote_and_with_backoff(tmp_p
     assert "loaded version v0002 after earlier failures" in capsys.readouterr().err
 
 
-def test_a_failed_load_is_retried_after_the_backoff(tmp_path):
+def test_a_failed_load_is_retried_after_the_backoff(tmp_path, monkeypatch):
+    from ragtune.serve import app as app_module
     from ragtune.serve.app import PipelineHolder
 
+    class Clock:  # the holder's clock, moved by the test: the backoff is checked without waiting for it
+        now = 1000.0
+
+        def monotonic(self):
+            return self.now
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(app_module, "time", clock)
     corpus = load_corpus(write_files(tmp_path / "c", DOCS))
     store = IndexStore(tmp_path / "s")
     build_version(store, corpus, PipelineConfig.from_flags({"chunker": "section"}))
@@ -172,18 +184,27 @@ def test_a_failed_load_is_retried_after_the_backoff(tmp_path):
     attempts = []
 
     def loader(vid):
-        attempts.append(time.monotonic())
+        attempts.append(vid)
         if vid == "v0002" and len(attempts) < 4:  # the first load is v0001's; two failures, then it loads
             raise RuntimeError("transient")
         return f"pipeline-{vid}"
 
-    holder = PipelineHolder(store, loader=loader, retry_base=0.2)
+    def after(seconds: float) -> int:
+        """Move the clock on, ask for the pipeline, let any load it started finish; the attempts so far."""
+        clock.now += seconds
+        holder.get()
+        deadline = time.monotonic() + 60  # a hang guard on the real clock
+        while holder._loading is not None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        return len(attempts)
+
+    holder = PipelineHolder(store, loader=loader, retry_base=0.25)  # binary fractions: the sums are exact
     store.promote("v0002")
-    deadline = time.time() + 10
-    while holder.get()[0] != "v0002" and time.time() < deadline:
-        time.sleep(0.01)
-    assert holder.version == "v0002" and len(attempts) == 4
-    assert attempts[2] - attempts[1] >= 0.2 and attempts[3] - attempts[2] >= 0.4  # the wait doubles
+    assert after(0) == 2  # v0002 failed once: the next attempt is due in 0.25 s
+    assert after(0.125) == 2 and holder.version == "v0001"
+    assert after(0.125) == 3  # failed again: the wait doubles to 0.5 s
+    assert after(0.375) == 3
+    assert after(0.125) == 4 and holder.version == "v0002"
 
 
 def test_a_rollback_during_a_load_wins(tmp_path):
