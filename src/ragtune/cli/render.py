@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..evaluate.render import bar, render_eval
+from ..paths import display_name as _shown
 from ..pipeline.evaluation import _metric_of, candidate_gains, candidate_row, candidate_verdict, rerank_warning  # noqa: F401
 
 __all__ = ["render_eval", "bar", "render_histogram", "render_chunking", "render_search", "render_answer",
@@ -47,7 +48,7 @@ def render_chunking(chunker: Any, n_docs: int, chunks: Sequence[Any], parents: S
                      f"p95 {int(np.percentile(sizes, 95))}  max {sizes.max()}  total {sizes.sum()}")
         lines.append(render_histogram(sizes))
     for c in chunks[:samples]:
-        lines.append(f"\n--- {c.anchor} [{c.start}:{c.end}] {c.tokens} tokens"
+        lines.append(f"\n--- {_shown(c.anchor)} [{c.start}:{c.end}] {c.tokens} tokens"
                      + (f" parent {c.parent_id}" if c.parent_id else ""))
         lines.append(c.embed_text if len(c.embed_text) <= 400 else c.embed_text[:400] + " ...")
     return "\n".join(lines)
@@ -56,7 +57,7 @@ def render_chunking(chunker: Any, n_docs: int, chunks: Sequence[Any], parents: S
 def render_search(ranking: Any) -> str:
     lines = [] if ranking.hits else ["no results (no query term occurs in the corpus)"]
     for i, h in enumerate(ranking.hits, start=1):
-        lines.append(f"{i:>3}. {h.score:7.3f}  {h.chunk.anchor}\n       {' '.join(h.chunk.text.split())[:100]}")
+        lines.append(f"{i:>3}. {h.score:7.3f}  {_shown(h.chunk.anchor)}\n       {' '.join(h.chunk.text.split())[:100]}")
     stages = ", ".join(f"{s} {t * 1000:.1f}" for s, t in ranking.timings.items())
     lines.append(f"({sum(ranking.timings.values()) * 1000:.1f} ms: {stages})")
     return "\n".join(lines)
@@ -75,7 +76,7 @@ def render_answer(ans: Any) -> str:
         lines.append(f"\nwarning: citation(s) to contexts that were not given: {ans.invalid_citations}")
     lines.append("\nsources:")
     for c in {c.n: c for c in ans.citations if c.valid}.values():
-        lines.append(f"  [{c.n}] {c.anchor}  (characters {c.start}-{c.end} of {c.doc_id})")
+        lines.append(f"  [{c.n}] {_shown(c.anchor)}  (characters {c.start}-{c.end} of {_shown(c.doc_id)})")
     return "\n".join(lines)
 
 
@@ -173,7 +174,7 @@ def render_diff(d: Mapping[str, Any]) -> str:
     lines = [f"{d['from']} -> {d['to']}: {len(d['added'])} added, {len(d['changed'])} changed, "
              f"{len(d['removed'])} removed documents"]
     for k in ("added", "changed", "removed"):
-        lines += [f"  {k[0].upper()} {doc}" for doc in d[k][:20]]
+        lines += [f"  {k[0].upper()} {_shown(doc)}" for doc in d[k][:20]]
     lines += [f"  config {k}: {ch['from']!r} -> {ch['to']!r}" for k, ch in d["config"].items()]
     if d["embedding"]:
         lines.append(f"  embedding: {d['embedding']['from']} -> {d['embedding']['to']}")
@@ -181,8 +182,10 @@ def render_diff(d: Mapping[str, Any]) -> str:
 
 
 def render_golden_report(report: Any, source: str) -> str:
+    advice = "".join(f"\nsuggestion: {p.message}" for p in getattr(report, "advice", ()))
     if not report.ok:
-        return f"{len(report.problems)} problem(s) in {source}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
+        return (f"{len(report.problems)} problem(s) in {source}:\n" + "\n".join(f"- {p.message}" for p in report.problems)
+                + advice)
     s = report.summary
     tags = ", ".join(f"{t} {n}" for t, n in s["tags"].items()) or "none"
     drafts = (f"\ndrafts: {s['drafts']} (never scored until accepted: ragtune golden review {source} --out "
@@ -190,7 +193,7 @@ def render_golden_report(report: Any, source: str) -> str:
     return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable"
             f"{', %d drafts' % s['drafts'] if s.get('drafts') else ''}), "
             f"{s['relevant_anchors']} relevant anchors, all found, in {s['documents']} of the corpus's "
-            f"{s['corpus_documents']} documents\ntags: {tags}{drafts}")
+            f"{s['corpus_documents']} documents\ntags: {tags}{drafts}{advice}")
 
 
 def render_review(c: Mapping[str, Any], out: str) -> str:
@@ -211,8 +214,9 @@ def render_plan(grid: Any, n_questions: int, out: str) -> str:
 
 
 def render_anchors(rows: Sequence[Mapping[str, Any]]) -> str:
-    return "\n".join(f"{'  ' * len(r['heading_path'])}{r['anchor']}  ({r['title']})"
-                     + (f"  also: {', '.join(r['aliases'])}" if r.get("aliases") else "") for r in rows)
+    """One anchor a line, indented by its depth, with its title and aliases (names escaped: one line each)."""
+    return "\n".join(f"{'  ' * len(r['heading_path'])}{_shown(r['anchor'])}  ({_shown(r['title'])})"
+                     + (f"  also: {', '.join(map(_shown, r['aliases']))}" if r.get("aliases") else "") for r in rows)
 
 
 def _where(loc: Mapping[str, Any]) -> str:
@@ -223,11 +227,11 @@ def _where(loc: Mapping[str, Any]) -> str:
 
 def render_document(d: Mapping[str, Any], *, text: bool = True) -> str:
     """``ragtune corpus show``: the document's extracted text, then its sections."""
-    head = (f"{d['id']}  ({d['format'] or 'in memory'}; {d['characters']:,} characters, {len(d['sections'])} "
-            f"sections)\ntitle: {d['title']}\nsource: {d['source']}")
-    rows = [f"{'  ' * (s['level'] - 1)}{s['anchor']}  [{s['start']}:{s['end']}]"
+    head = (f"{_shown(d['id'])}  ({d['format'] or 'in memory'}; {d['characters']:,} characters, "
+            f"{len(d['sections'])} sections)\ntitle: {_shown(d['title'])}\nsource: {_shown(str(d['source']))}")
+    rows = [f"{'  ' * (s['level'] - 1)}{_shown(s['anchor'])}  [{s['start']}:{s['end']}]"
             + (f"  {_where(s['location'])}" if s["location"] else "")
-            + (f"  also: {', '.join(s['aliases'])}" if s["aliases"] else "") for s in d["sections"]]
+            + (f"  also: {', '.join(map(_shown, s['aliases']))}" if s["aliases"] else "") for s in d["sections"]]
     body = f"\n\n--- text ---\n{d['text']}\n--- end of text ---" if text else ""
     return head + body + "\n\nsections:\n" + ("\n".join(rows) or "  (none)")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError, CorpusNotFoundError
-from ..paths import check_input_file, file_kind
+from ..paths import check_input_file, display_name, file_kind
 
 __all__ = ["MAX_FILE_BYTES", "read_text_file", "read_bytes_file", "decode_text", "iter_jsonl"]
 
@@ -24,8 +24,8 @@ def _mib(n: int) -> str:
 
 
 def _too_big(path: Path | str, size: int, limit: int, what: str = "file") -> CorpusError:
-    return CorpusError(f"{path}: {what} of {_mib(size)} or more, larger than the {_mib(limit)} allowed; split it, "
-                       "move it out of the corpus, or pass a larger max_file_bytes to load_corpus")
+    return CorpusError(f"{display_name(path)}: {what} of {_mib(size)} or more, larger than the {_mib(limit)} "
+                       "allowed; split it, move it out of the corpus, or pass a larger max_file_bytes to load_corpus")
 
 
 def _open_regular(path: Path, what: str) -> int:
@@ -35,11 +35,12 @@ def _open_regular(path: Path, what: str) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as e:
-        raise CorpusError(f"{path}: cannot read {what}: {e.strerror or e}") from None
+        raise CorpusError(f"{display_name(path)}: cannot read {what}: {e.strerror or e}") from None
     mode = os.fstat(fd).st_mode
     if not stat.S_ISREG(mode):
         os.close(fd)
-        raise CorpusError(f"{what} {path} is {file_kind(mode)}, not a regular file; point at a regular file")
+        raise CorpusError(f"{what} {display_name(path)} is {file_kind(mode)}, not a regular file; point at a "
+                          "regular file")
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return fd
@@ -51,7 +52,7 @@ def _decode(data: bytes, path: Path | str, line_base: int = 1) -> str:
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + line_base
         raise CorpusError(
-            f"{path}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
+            f"{display_name(path)}:{line}: not valid UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}); "
             "re-save the file as UTF-8"
         ) from None
     return text
@@ -80,7 +81,7 @@ def read_bytes_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> bytes:
                 data = b"".join(parts)
                 del parts
         except OSError as e:
-            raise CorpusError(f"{path}: cannot read file: {e.strerror or e}") from None
+            raise CorpusError(f"{display_name(path)}: cannot read file: {e.strerror or e}") from None
     if len(data) > max_bytes:
         raise _too_big(path, len(data), max_bytes)
     return data
@@ -101,8 +102,9 @@ def read_text_file(path: Path, *, max_bytes: int = MAX_FILE_BYTES) -> str:
 
 
 def _too_long(path: Path, lineno: int, size: int, limit: int) -> CorpusError:
-    return CorpusError(f"{path}:{lineno}: line of {_mib(size)} or more, larger than the {_mib(limit)} allowed for "
-                       "one document; split the document, or pass a larger max_file_bytes to load_corpus")
+    return CorpusError(f"{display_name(path)}:{lineno}: line of {_mib(size)} or more, larger than the "
+                       f"{_mib(limit)} allowed for one document; split the document, or pass a larger max_file_bytes "
+                       "to load_corpus")
 
 
 def _lines(path: Path, fd: int, limit: int) -> Iterator[tuple[int, str]]:
@@ -148,8 +150,8 @@ def _decode_view(view: memoryview, start: int, end: int, path: Path, lineno: int
         with view[start:end] as part:
             return str(part, "utf-8")
     except UnicodeDecodeError as e:
-        raise CorpusError(f"{path}:{lineno}: not valid UTF-8 (byte 0x{view[start + e.start]:02x} at offset "
-                          f"{start + e.start}); re-save the file as UTF-8") from None
+        raise CorpusError(f"{display_name(path)}:{lineno}: not valid UTF-8 (byte 0x{view[start + e.start]:02x} "
+                          f"at offset {start + e.start}); re-save the file as UTF-8") from None
 
 
 def iter_jsonl(path: Path, *, max_line_bytes: int = MAX_FILE_BYTES) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -163,12 +165,12 @@ def iter_jsonl(path: Path, *, max_line_bytes: int = MAX_FILE_BYTES) -> Iterator[
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise CorpusError(f"{path}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
+            raise CorpusError(f"{display_name(path)}:{lineno}: malformed JSON ({e.msg} at column {e.colno})") from None
         except RecursionError:
-            raise CorpusError(f"{path}:{lineno}: JSON nested too deeply to read") from None
+            raise CorpusError(f"{display_name(path)}:{lineno}: JSON nested too deeply to read") from None
         del line
         if not isinstance(obj, dict):
-            raise CorpusError(f"{path}:{lineno}: expected a JSON object, got {type(obj).__name__}")
+            raise CorpusError(f"{display_name(path)}:{lineno}: expected a JSON object, got {type(obj).__name__}")
         yield lineno, obj
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import CorpusError, CorpusNotFoundError
-from ..paths import check_input_file, file_kind
+from ..paths import check_input_file, display_name, doc_id_from_path, file_kind
 from ..types import Document
 from .corpus import Corpus
 from .files import MAX_FILE_BYTES, _no_surrogates, iter_jsonl, read_text_file
@@ -77,7 +77,7 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> tuple[list[tuple[str, Path]]
             for entry in reversed(entries):  # folders is a stack: reversed keeps the walk in name order
                 if entry.name.startswith("."):
                     continue
-                doc_id, path = prefix + entry.name, Path(entry.path)
+                doc_id, path = prefix + doc_id_from_path(entry.name), Path(entry.path)
                 try:
                     if entry.is_symlink():
                         links.append((doc_id, path))
@@ -127,22 +127,31 @@ def _walk(root: Path, suffixes: tuple[str, ...]) -> tuple[list[tuple[str, Path]]
                 skipped.append((str(path), f"a symbolic link to {file_kind(mode)}, not a regular file"))
             elif real not in files:
                 files[real] = (doc_id, path)
-    found = sorted(files.values(), key=lambda x: x[0])
+    found: list[tuple[str, Path]] = []
+    # a name escaped into an id (caf%E9.md) may be the name of another file: the file named so keeps the id
+    for doc_id, path in sorted(files.values(), key=lambda x: (x[0], doc_id_from_path(x[1].name) != x[1].name)):
+        if found and found[-1][0] == doc_id:
+            skipped.append((str(path), f"its name is not UTF-8 or holds control characters, and the id it is "
+                                       f"given, {doc_id}, is the name of another file; rename it"))
+        else:
+            found.append((doc_id, path))
     return found, skipped
 
 
 def _report(skipped: list[tuple[str, str]], where: Path, strict: bool, what: str = "path(s) cannot be loaded") -> None:
     if not skipped:
         return
+    skipped = [(display_name(p), why) for p, why in skipped]
     if strict:
         first = "; ".join(f"{p}: {why}" for p, why in skipped[:3])
         more = f" (and {len(skipped) - 3} more)" if len(skipped) > 3 else ""
-        raise CorpusError(f"{where}: {len(skipped)} {what}: {first}{more}; remove them, or load "
+        raise CorpusError(f"{display_name(where)}: {len(skipped)} {what}: {first}{more}; remove them, or load "
                           "without strict to skip them with a warning")
     for p, why in skipped[:_SHOW_SKIPPED]:
         print(f"warning: corpus: skipped {p}: {why}", file=sys.stderr)
     if len(skipped) > _SHOW_SKIPPED:
-        print(f"warning: corpus: skipped {len(skipped) - _SHOW_SKIPPED} more path(s) under {where}", file=sys.stderr)
+        print(f"warning: corpus: skipped {len(skipped) - _SHOW_SKIPPED} more path(s) under {display_name(where)}",
+              file=sys.stderr)
     sys.stderr.flush()
 
 
@@ -159,7 +168,7 @@ def _load_one(path: Path, doc_id: str, loader: str, options: Mapping[str, Any], 
     from .files import read_bytes_file
 
     return LOADERS.build(loader, options=dict(options)).load(read_bytes_file(path, max_bytes=max_bytes), doc_id,
-                                                              str(path))
+                                                              display_name(path))
 
 
 def suffix_table(formats: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -200,7 +209,9 @@ def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_
     """Load every file under ``root`` (recursively) that a loader reads: markdown, text, HTML, PDF, DOCX,
     reStructuredText, notebooks (see :mod:`ragtune.corpus.formats`; ``formats`` maps other endings to a loader).
 
-    Document ids are paths relative to ``root`` with forward slashes. Links out of ``root``, dangling links
+    Document ids are paths relative to ``root`` with forward slashes (:func:`~ragtune.paths.doc_id_from_path`: a
+    byte of a name that is not UTF-8, or a control character, written ``%XX``; a file whose escaped name is the
+    name of another file is skipped with a warning). Links out of ``root``, dangling links
     and special files are skipped with a warning (an error with ``strict``); see the module docstring. A markdown
     or text file that cannot be read is an error; a file of another format that cannot be read (encrypted,
     corrupt, image-only, past the size limit or the time limit) is one warning line and left out, the rest loads
@@ -213,7 +224,7 @@ def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_
         check_input_file(base, "corpus folder", error=CorpusError, missing=CorpusNotFoundError)
         raise  # not reached: the check raises
     if not stat.S_ISDIR(mode):
-        raise CorpusError(f"corpus folder {base} is {file_kind(mode)}, not a folder")
+        raise CorpusError(f"corpus folder {display_name(base)} is {file_kind(mode)}, not a folder")
     table = suffix_table(formats)
     options = {k: dict(v) for k, v in (loader_options or {}).items()}
     paths, skipped = _walk(base, tuple(table))
@@ -227,7 +238,8 @@ def load_folder(root: str | os.PathLike[str], *, strict: bool = False, max_file_
                                  max_file_bytes, extract_timeout_s)
     _report(problems, base, strict, what="file(s) cannot be read")
     if not docs:
-        raise CorpusError(f"{base}: none of its {len(paths)} file(s) could be read; see the warnings above")
+        raise CorpusError(f"{display_name(base)}: none of its {len(paths)} file(s) could be read; see the warnings "
+                          "above")
     kinds = {d.format for d in docs}
     kind = "markdown" if kinds == {"markdown"} or kinds == {"markdown", "text"} else \
         "text" if kinds == {"text"} else "documents"
@@ -265,38 +277,41 @@ def load_beir_corpus(root: str | os.PathLike[str], *, max_file_bytes: int = MAX_
     if base.is_dir():
         path = base / "corpus.jsonl"
         if not os.path.lexists(path):
-            raise CorpusNotFoundError(f"{path}: not found; a BEIR folder holds corpus.jsonl")
+            raise CorpusNotFoundError(f"{display_name(path)}: not found; a BEIR folder holds corpus.jsonl")
         real = os.path.realpath(path)
         if path.is_symlink() and not _inside(real, os.path.realpath(base)):
-            raise CorpusError(f"{path} is a symbolic link to {real}, outside the corpus folder {base}; "
+            raise CorpusError(f"{display_name(path)} is a symbolic link to {display_name(real)}, outside the corpus "
+                              f"folder {display_name(base)}; "
                               f"point --corpus at {real} itself to load it")
     else:
         path = base
     docs: list[Document] = []
     seen: dict[str, int] = {}
+    shown = display_name(path)
     for lineno, obj in iter_jsonl(path, max_line_bytes=max_file_bytes):
         doc_id = obj.get("_id")
         if not isinstance(doc_id, (str, int)) or isinstance(doc_id, bool) or str(doc_id) == "":
-            raise CorpusError(f"{path}:{lineno}: missing or empty '_id' (each line needs \"_id\", \"title\", \"text\")")
+            raise CorpusError(f"{shown}:{lineno}: missing or empty '_id' (each line needs \"_id\", \"title\", "
+                              "\"text\")")
         doc_id = _no_surrogates(str(doc_id))
         if doc_id in seen:
-            raise CorpusError(f"{path}:{lineno}: duplicate _id {doc_id!r} (first seen on line {seen[doc_id]})")
+            raise CorpusError(f"{shown}:{lineno}: duplicate _id {doc_id!r} (first seen on line {seen[doc_id]})")
         seen[doc_id] = lineno
         text = obj.get("text")
         if not isinstance(text, str):
-            raise CorpusError(f"{path}:{lineno}: 'text' must be a string, got {type(text).__name__}")
+            raise CorpusError(f"{shown}:{lineno}: 'text' must be a string, got {type(text).__name__}")
         title = obj.get("title") or ""
         if not isinstance(title, str):
-            raise CorpusError(f"{path}:{lineno}: 'title' must be a string, got {type(title).__name__}")
+            raise CorpusError(f"{shown}:{lineno}: 'title' must be a string, got {type(title).__name__}")
         meta = obj.get("metadata") or {}
         if not isinstance(meta, dict):
-            raise CorpusError(f"{path}:{lineno}: 'metadata' must be an object, got {type(meta).__name__}")
+            raise CorpusError(f"{shown}:{lineno}: 'metadata' must be an object, got {type(meta).__name__}")
         del obj
         docs.append(Document(id=doc_id, title=_no_surrogates(title), text=_no_surrogates(text), metadata=meta,
-                             source=f"{path}:{lineno}"))
+                             source=f"{shown}:{lineno}"))
         del text
     if not docs:
-        raise CorpusError(f"{path}: empty corpus (no documents)")
+        raise CorpusError(f"{shown}: empty corpus (no documents)")
     return Corpus(docs, kind="beir", root=str(base))
 
 
@@ -330,18 +345,19 @@ def load_corpus(path: str | os.PathLike[str] | Corpus, *, strict: bool = False, 
         return load_folder(p, strict=strict, max_file_bytes=max_file_bytes, formats=formats,
                            loader_options=loader_options, extract_timeout_s=extract_timeout_s)
     if not stat.S_ISREG(mode):
-        raise CorpusError(f"corpus path {p} is {file_kind(mode)}, not a folder or a regular file; point --corpus at "
-                          "a folder of documents, a BEIR folder or a corpus.jsonl file")
+        raise CorpusError(f"corpus path {display_name(p)} is {file_kind(mode)}, not a folder or a regular file; "
+                          "point --corpus at a folder of documents, a BEIR folder or a corpus.jsonl file")
     if p.suffix == ".jsonl":
         return load_beir_corpus(p, max_file_bytes=max_file_bytes)
     table = suffix_table(formats)
     fmt = _format_of(p.name, table)
     if fmt is None:
-        raise CorpusError(f"{p}: unsupported file type; use one of {', '.join(sorted(table))}, a BEIR corpus.jsonl, "
-                          "or name its format (formats={'.ext': 'html'}, --format .ext=html)")
-    docs, problems = _load_files([(p.name, p, fmt)], {k: dict(v) for k, v in (loader_options or {}).items()},
-                                 max_file_bytes, extract_timeout_s)
+        raise CorpusError(f"{display_name(p)}: unsupported file type; use one of {', '.join(sorted(table))}, a "
+                          "BEIR corpus.jsonl, or name its format (formats={'.ext': 'html'}, --format .ext=html)")
+    docs, problems = _load_files([(doc_id_from_path(p.name), p, fmt)],
+                                 {k: dict(v) for k, v in (loader_options or {}).items()}, max_file_bytes,
+                                 extract_timeout_s)
     if problems:
-        raise CorpusError(f"{problems[0][0]}: {problems[0][1]}")
+        raise CorpusError(f"{display_name(problems[0][0])}: {problems[0][1]}")
     kind = fmt if fmt in ("markdown", "text") else "documents"
     return Corpus(docs, kind=kind, root=str(p.parent))  # type: ignore[arg-type]

@@ -52,6 +52,7 @@ from ..config import Opt
 from ..corpus import sites
 from ..corpus.corpus import AnchorSpan, Corpus
 from ..errors import ConfigError, RagtuneError, UnknownAnchorError
+from ..paths import doc_id_from_path
 from ..types import Chunk, Document, Hit, Ranking
 from .hits import ExternalHit, to_hit
 
@@ -525,7 +526,7 @@ class HitMatcher:
         root = getattr(self.corpus, "root", None)
         if root and Path(p).is_absolute():
             try:
-                p = Path(p).resolve().relative_to(Path(root).resolve()).as_posix()
+                p = doc_id_from_path(Path(p).resolve().relative_to(Path(root).resolve()))
             except (ValueError, OSError):
                 pass
         p = p.removeprefix("./").lstrip("/")

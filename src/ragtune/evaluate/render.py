@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..paths import display_name
 from .evaluate import EvalResult
 
 __all__ = ["render_eval", "bar", "judged_line"]
@@ -76,7 +77,7 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         for q in worst:
             rank = q.first_hit_rank if q.first_hit_rank is not None else "none"
             lines.append(f"- [{q.id}] {q.q}")
-            lines.append(f"    expected: {', '.join(q.relevant)}   first hit rank: {rank}")
-            top = ", ".join(r["anchor"] for r in q.retrieved[:3]) or "(nothing retrieved)"
+            lines.append(f"    expected: {', '.join(map(display_name, q.relevant))}   first hit rank: {rank}")
+            top = ", ".join(display_name(r["anchor"]) for r in q.retrieved[:3]) or "(nothing retrieved)"
             lines.append(f"    top 3:    {top}")
     return "\n".join(lines)
