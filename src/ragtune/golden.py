@@ -509,7 +509,7 @@ def _load_golden(path: str | os.PathLike[str], split: str | None) -> GoldenSet:
 
 @dataclass(frozen=True, slots=True)
 class GoldenProblem:
-    kind: str  # "unknown_anchor" | "duplicate_id" | "empty_question" | "duplicate_heading_id"
+    kind: str  # "unknown_anchor" | "duplicate_id" | "empty_question" | "duplicate_heading_id" | "auto_id_anchor"
     item_id: str  # the question's id; empty for a problem of the corpus
     message: str
     suggestions: tuple[str, ...] = ()
@@ -520,15 +520,20 @@ class GoldenProblem:
 
 @dataclass(frozen=True, slots=True)
 class GoldenReport:
+    """What ``check_golden`` found: ``problems`` fail the check; ``advice`` (an anchor that resolves but has a
+    better name) does not."""
+
     problems: tuple[GoldenProblem, ...]
     summary: Mapping[str, Any]
+    advice: tuple[GoldenProblem, ...] = ()
 
     @property
     def ok(self) -> bool:
         return not self.problems
 
     def to_dict(self) -> dict[str, Any]:
-        return {"ok": self.ok, "problems": [p.to_dict() for p in self.problems], "summary": dict(self.summary)}
+        return {"ok": self.ok, "problems": [p.to_dict() for p in self.problems],
+                "advice": [p.to_dict() for p in self.advice], "summary": dict(self.summary)}
 
 
 def _line_of(doc: Document, pos: int) -> int:
@@ -564,15 +569,23 @@ def duplicate_heading_ids(corpus: Corpus) -> list[GoldenProblem]:
 
 def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
     """Every problem at once: duplicate ids and empty questions (with file and line), unknown anchors
-    (with suggestions), and headings of the corpus that share an explicit id."""
+    (with suggestions), and headings of the corpus that share an explicit id. An anchor that names a section by
+    an id a tool made up (``quickstart.rst#id5``) resolves, and is advice, not a problem: the readable anchor of
+    the same section (``quickstart.rst#sessions``) is suggested."""
     own: dict[int, list[GoldenProblem]] = {}
     for i, kind, msg in golden.problems():
         own.setdefault(i, []).append(GoldenProblem(kind, golden.items[i].id, msg))
     problems: list[GoldenProblem] = []
+    advice: list[GoldenProblem] = []
     for i, (item, where) in enumerate(zip(golden, golden.locations)):
         problems.extend(own.get(i, ()))
         for anchor in dict.fromkeys([*item.relevant, *item.judged, *(j.anchor for j in item.judgments)]):
-            if not corpus.has_anchor(anchor):
+            readable = corpus.readable_anchor(anchor)
+            if readable is not None:
+                advice.append(GoldenProblem("auto_id_anchor", item.id, f"{where}: anchor {anchor!r} ({item.id}) "
+                                            f"names its section by an id docutils or Sphinx made up, which moves "
+                                            f"when a section is added above it; write {readable}", (readable,)))
+            elif not corpus.has_anchor(anchor):
                 hint = tuple(corpus.suggest(anchor))
                 more = f"; did you mean: {', '.join(hint)}?" if hint else "; no similar anchor (run `ragtune anchors --corpus ...` to list them)"
                 problems.append(GoldenProblem("unknown_anchor", item.id, f"{where}: unknown anchor {anchor!r} ({item.id}){more}", hint))
@@ -591,4 +604,4 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
         "judged_not_relevant": sum(len(i.not_relevant) for i in golden),
         "judgments": sum(len(i.judgments) for i in golden),
     }
-    return GoldenReport(tuple(problems), summary)
+    return GoldenReport(tuple(problems), summary, tuple(advice))

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from ..errors import CorpusError, UnknownAnchorError
 from ..types import Document, Section
+from .formats.builder import is_auto_id
 from .metadata import normalise_metadata
 
 __all__ = ["Corpus", "AnchorSpan"]
@@ -210,6 +211,21 @@ class Corpus:
             return None
         later = [at for at, loc in doc.locations if at > starts[0] and loc.get("page") != n]
         return AnchorSpan(anchor, doc_id, starts[0], later[0] if later else len(doc.text), page=n)
+
+    def readable_anchor(self, anchor: str) -> str | None:
+        """The section's own anchor when ``anchor`` names it by an id a tool made up (``quickstart.rst#id5``, an
+        alias of ``quickstart.rst#sessions``: see :func:`~ragtune.corpus.formats.builder.is_auto_id`), written with
+        the document part as given; None for any other anchor, and for one the corpus does not hold."""
+        doc_part, sep, frag = anchor.rpartition("#")
+        if not sep or not is_auto_id(frag):
+            return None
+        try:
+            span = self._find(anchor)
+        except UnknownAnchorError:
+            return None
+        if span is None or span.section is None or span.section.id == frag or frag not in span.section.aliases:
+            return None
+        return f"{doc_part}#{span.section.id}"
 
     def resolve(self, anchor: str) -> AnchorSpan:
         """Resolve ``doc_id`` or ``doc_id#section`` to a span.

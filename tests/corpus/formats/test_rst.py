@@ -79,7 +79,7 @@ def test_sections_levels_ids_aliases_and_title():
         (3, "nested-part", ()),
         (3, "examples", ()),
         (2, "second-chapter", ()),
-        (3, "id1", ()),  # a repeated title: docutils' (and Sphinx's) next free id, not a slug
+        (3, "examples-1", ("id1",)),  # a repeated title: its slug; docutils' (and Sphinx's) made-up id an alias
     ]
     assert d.sections[1].title == "if Statements"  # the role's text, its "!" gone
     assert d.sections[2].heading_path == ("The Guide", "if Statements", "Nested part")

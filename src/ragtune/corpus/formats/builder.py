@@ -12,6 +12,12 @@ to PDF and the same chapter in reStructuredText or HTML give the same anchors. I
 document (``-1``, ``-2``). Other ids of a section (a reStructuredText ``.. _label:``, the ``<span id>`` Sphinx
 writes for it) are its ``aliases``: a golden set may name a section by any of them.
 
+An id a tool made up (:func:`is_auto_id`: docutils and Sphinx give ``id1``, ``id5`` to a section whose title is
+another section's or a label's, or has no ASCII letter) is never the anchor: it says nothing of the section and
+moves when a section is added above it. The section is anchored by its first readable id (the label, ``#sessions``),
+else by the slug of its title (``#routing-1``, ``#快速开始``), and the made-up id stays an alias, so a link or a
+golden set that uses it still resolves (and ``golden check`` suggests the readable anchor).
+
 Locations: ``locate({"page": 3})`` says that the text written from here on comes from page 3 (or a source line, an
 HTML element id); each chunk carries the location of its start (and end, when it differs) in
 ``chunk.metadata["location"]``, so a citation leads back into the source.
@@ -28,13 +34,20 @@ from ...types import Document, Section
 from ..headings import clip_heading
 from ..markdown import Slugger, slugify
 
-__all__ = ["DocumentBuilder", "heading_slug", "strip_section_number", "build_sections"]
+__all__ = ["DocumentBuilder", "heading_slug", "strip_section_number", "build_sections", "is_auto_id"]
 
 _SECTION_NUMBER_RE = re.compile(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVXLC]+\.|[A-Z]\.)(?:\s+|$)")
 _FENCE_RE = re.compile(r"`{3,}|~{3,}")
 _BLOCK_START_RE = re.compile(r"^( {0,3})(#{1,6}(?:\s|$)|>|[-*+]\s|\d{1,9}[.)]\s|`{3,}|~{3,}|[=\-*_]{3,}\s*$|\|)",
                              re.M)
 _WS_RE = re.compile(r"[ \t\r\f\v]+")
+_AUTO_ID_RE = re.compile(r"id[0-9]+")
+
+
+def is_auto_id(id: str) -> bool:
+    """Whether ``id`` is one docutils and Sphinx make up for a section (``id1``, ``id5``; their ``auto_id_prefix``
+    is ``id``) rather than one derived from its title or given by a label."""
+    return _AUTO_ID_RE.fullmatch(id) is not None
 
 
 def strip_section_number(title: str) -> str:
@@ -148,13 +161,19 @@ class DocumentBuilder:
         self._pending = {k: v for k, v in location.items() if v is not None}  # recorded where the next block starts
 
     def heading(self, level: int, title: str, *, id: str | None = None, aliases: Iterable[str] = ()) -> None:
-        """A heading of ``level`` (1-6; deeper levels are written as 6 but keep their level as a section)."""
+        """A heading of ``level`` (1-6; deeper levels are written as 6 but keep their level as a section), with the
+        ``id`` its source gives and its other ids (``aliases``); a made-up ``id`` (:func:`is_auto_id`) becomes an
+        alias and a readable one the anchor (see the module docstring)."""
         title = _one_line(title)
         if not title:
             return
         level = max(1, int(level))
+        aliases = tuple(a for a in aliases if a)
+        if id and is_auto_id(id):  # a made-up id: the first readable alias is the anchor, else the title's slug
+            readable = next((a for a in aliases if not is_auto_id(a)), None)
+            id, aliases = readable, (id, *(a for a in aliases if a != readable))
         start = self._write("#" * min(level, 6) + " " + title)
-        self.headings.append(_Heading(start, level, title, id or None, tuple(a for a in aliases if a)))
+        self.headings.append(_Heading(start, level, title, id or None, aliases))
 
     def paragraph(self, text: str) -> None:
         """A paragraph: whitespace runs collapsed, line breaks kept, block markers at a line start escaped."""

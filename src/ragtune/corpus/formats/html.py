@@ -13,8 +13,11 @@ Parsed with lxml (libxml2's HTML parser: fast, and it recovers from any broken m
 - **Anchors.** A heading's id is its own ``id``, else that of its enclosing ``<section id>`` (``<div
   class="section" id>`` in older Sphinx) when it is that section's first heading, else an ``<a id|name>`` inside
   it, else the slug of its title. Other ids at the same place are aliases: the ``<span id="tut-if">`` Sphinx
-  writes for a label, ids inside the heading, empty anchors right before it. Header links (``¶``, ``#``) and
-  Sphinx's ``<span class="section-number">`` are not text, so titles read as in the source: "if Statements".
+  writes for a label, ids inside the heading, empty anchors right before it. An id Sphinx made up (``<section
+  id="id2">`` for a second "Routing") is an alias too: the anchor is a readable one, else the title's slug
+  (``#routing-1``), so a page and its reStructuredText source give the same anchors (:mod:`.builder`). Header
+  links (``¶``, ``#``) and Sphinx's ``<span class="section-number">`` are not text, so titles read as in the
+  source: "if Statements".
 - **Blocks.** ``<pre>`` is a fenced code block with its text as displayed (language from ``highlight-LANG``,
   ``language-LANG`` or ``lang-LANG`` on it, its ``<code>`` or a wrapper); a table is a pipe table (header row
   from ``<thead>`` or a row of ``<th>``; a cell spanning columns or rows has its text in its first cell and the
@@ -598,7 +601,7 @@ class HtmlLoader:
     """One HTML page: its main content as markdown text, h1-h6 as sections (see the module docstring)."""
 
     name = "html"
-    version = "1"
+    version = "2"  # 2: an id Sphinx made up (id1) is an alias, never the anchor
     cache = True
 
     def __init__(self, config: HtmlLoaderConfig | None = None):
