@@ -6,6 +6,10 @@ default chunking, built here),
 the anchors it already has a grade for, and the sections a drafter proposed. They are de-duplicated by anchor and
 shown in corpus order (document, then position), which says nothing about which system found what, or at which
 rank: the judge grades without knowing.
+
+A section is shown as its document's text, written as markdown by its loader. A reStructuredText section is written
+again for the page from its file with the whole corpus's labels and document titles, so a ``:ref:`` or ``:doc:``
+to another file reads as the docs show it (the section's or document's title), not as the bare label.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import re
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..corpus.corpus import Corpus
@@ -62,13 +67,19 @@ class Candidates:
         if unknown or not systems:
             raise ConfigError(f"pool systems {', '.join(unknown) or '(none)'}: choose from {', '.join(SYSTEMS)}, "
                               "e.g. --pool-systems bm25,dense")
-        self.corpus, self.pool, self.systems, self.depth = corpus, pool or {}, tuple(systems), depth
+        # a pool file's hole named by a made-up id (quickstart.rst#id5) is shown, judged and saved by its readable
+        # anchor (quickstart.rst#sessions), like every section the systems find
+        pool = {q: list(dict.fromkeys(corpus.readable_anchor(a) or a for a in anchors))
+                for q, anchors in (pool or {}).items()}
+        self.corpus, self.pool, self.systems, self.depth = corpus, pool, tuple(systems), depth
         self.embedder, self.cache_dir = embedder, cache_dir
         self._doc_index = {d.id: n for n, d in enumerate(corpus.documents)}
         self._pipelines: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.error: str | None = None
         self._pooled: dict[str, tuple[str, list[str]]] = {}  # question id -> (text, anchors) pooled on the spot
+        self._shown: dict[str, Any] = {}  # doc id -> the document as shown (reStructuredText, references resolved)
+        self._titles: tuple[dict[str, str], dict[str, str]] | None = None  # (labels, document titles) of the corpus
 
     # -- retrieval
 
@@ -132,6 +143,7 @@ class Candidates:
         doc = self.corpus[span.doc_id]
         if span.section is not None:
             sec = span.section
+            doc, sec = self._as_shown(doc, sec)
             title = " > ".join((doc.title, *sec.heading_path)) if doc.title and (not sec.heading_path or
                                                                                  sec.heading_path[0] != doc.title) \
                 else " > ".join(sec.heading_path) or sec.title
@@ -146,6 +158,51 @@ class Candidates:
             text = text[:MAX_TEXT].rstrip() + "\n\n[...]"
         return Candidate(span.anchor if span.section is not None else anchor, span.doc_id, title, text, where,
                          (self._doc_index.get(span.doc_id, 0), span.start))
+
+    def _as_shown(self, doc: Any, sec: Any) -> tuple[Any, Any]:
+        """``doc`` and its section ``sec`` as the page shows them: a reStructuredText document loaded again from
+        its file with the corpus's labels and titles (kept for the last 64 documents); anything else, or a file
+        that changed or cannot be read, as it is in the corpus."""
+        if doc.format != "rst" or not doc.source:
+            return doc, sec
+        shown = self._shown.get(doc.id)
+        if shown is None:
+            shown = doc
+            try:
+                from ..corpus.formats.rst import RstLoader
+
+                labels, titles = self._corpus_titles()
+                data = Path(doc.source).read_bytes()
+                again = RstLoader().load(data, doc.id, doc.source, labels=labels, doc_titles=titles)
+                if [s.anchor for s in again.sections] == [s.anchor for s in doc.sections]:
+                    shown = again
+            except Exception:  # noqa: BLE001 - shown as the corpus holds it
+                pass
+            if len(self._shown) >= 64:
+                self._shown.pop(next(iter(self._shown)))
+            self._shown[doc.id] = shown
+        if shown is doc:
+            return doc, sec
+        return shown, next((s for s in shown.sections if s.anchor == sec.anchor), sec)
+
+    def _corpus_titles(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Every section label and id of the corpus's reStructuredText files -> its title (labels first), and
+        every document path without its suffix -> its title."""
+        if self._titles is None:
+            labels: dict[str, str] = {}
+            ids: dict[str, str] = {}
+            titles: dict[str, str] = {}
+            for d in self.corpus.documents:
+                if d.format != "rst":
+                    continue
+                stem = d.id.rsplit(".", 1)[0] if "." in d.id.rsplit("/", 1)[-1] else d.id
+                titles.setdefault(stem, d.title)
+                for s in d.sections:
+                    for a in s.aliases:
+                        labels.setdefault(a, s.title)
+                    ids.setdefault(s.id, s.title)
+            self._titles = ({**ids, **labels}, titles)
+        return self._titles
 
     def pooled(self, item: GoldenItem) -> list[str]:
         """The anchors pooled for ``item``: its pool file holes, else the systems' top ``depth`` (kept for the
@@ -173,11 +230,13 @@ class Candidates:
         """Every candidate of ``item`` (pool, graded anchors, proposed sections, ``extra``), in corpus order."""
         proposed = [str(a) for a in item.draft.get("proposed", [])] if isinstance(item.draft.get("proposed"), list) \
             else []
-        anchors = [*self.pooled(item), *item.relevant, *item.judged, *proposed, *extra]
+        # the question's own anchors first: a section it graded by a made-up id (#id5) keeps that card, and the
+        # pool's readable anchor of the same section (#sessions) is not shown twice
+        anchors = [*item.relevant, *item.judged, *self.pooled(item), *proposed, *extra]
         seen: dict[str, Candidate] = {}
         for a in anchors:
             c = self.section(a)
-            seen.setdefault(c.anchor, c)
+            seen.setdefault(self.corpus.readable_anchor(c.anchor) or c.anchor, c)
         return sorted(seen.values(), key=lambda c: (c.order, c.anchor))
 
     def search(self, text: str, k: int = 10) -> list[Candidate]:

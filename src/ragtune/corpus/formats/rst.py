@@ -15,7 +15,10 @@ of directives and roles are never written, so nothing stays behind for other use
 name docutils does not know gets a generic directive that keeps its arguments (an object's signature, a version
 note, a "See also") and parses its content as body text, and a generic role that keeps its text (the title of
 ``title <target>``, ``range()`` for ``:func:`range```, as Sphinx writes them; a ``:ref:`` to a label of the same
-file shows that section's title). ``.. class::`` is Sphinx's Python class, not docutils' class attribute. Code
+file shows that section's title; a file alone cannot know the titles its ``:ref:`` and ``:doc:`` roles name in
+other files, so :meth:`RstLoader.load` shows the bare label or path there, unless it is given the corpus's labels
+and document titles, as the workbench does to show a section as the docs do). ``.. class::`` is Sphinx's Python
+class, not docutils' class attribute. Code
 directives (``code-block``, ``doctest``, ``testcode``) become code blocks with their language; index entries,
 toctrees, module declarations and test setups carry no text and are dropped.
 
@@ -40,9 +43,10 @@ from __future__ import annotations
 import ast
 import functools
 import io
+import posixpath
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -220,7 +224,9 @@ def _sphinx_markup() -> tuple[Callable[..., Any], Callable[..., Any]]:
         if name.lower() in _PLAIN_XREFS:
             node = nodes.inline(rawtext, shown)
             if name.lower() in ("ref", "std:ref") and not _TITLE_RE.match(text):
-                node["ref_label"] = nodes.make_id(shown)  # shown as its section's title when it is in this file
+                node["ref_label"] = nodes.make_id(shown)  # shown as its section's title when it is known
+            elif name.lower() in ("doc", "std:doc") and not _TITLE_RE.match(text):
+                node["ref_doc"] = shown  # shown as the document's title when it is known
             return [node], []
         return [nodes.literal(rawtext, shown)], []
 
@@ -297,7 +303,11 @@ def _looks_python(code: str) -> bool:
 class _Writer:
     """Walks a doctree and writes it through a :class:`DocumentBuilder`."""
 
-    def __init__(self, builder: DocumentBuilder, nodes: Any, default_language: str, lines: list[str]):
+    def __init__(self, builder: DocumentBuilder, nodes: Any, default_language: str, lines: list[str], *,
+                 labels: Mapping[str, str] | None = None, doc_titles: Mapping[str, str] | None = None):
+        self.outside = labels or {}  # labels of other files -> their section's title
+        self.doc_titles = doc_titles or {}  # document path without suffix -> its title, for :doc:`path`
+        self.folder = posixpath.dirname(builder.doc_id)
         self.nodes = nodes  # docutils.nodes
         self.lines = lines
         self.b = builder
@@ -311,8 +321,16 @@ class _Writer:
         n = self.nodes
         if isinstance(node, n.Text):
             return node.astext()  # backslash escapes (kept as NUL characters in the doctree) removed
-        if node.get("ref_label") in self.labels:
-            return self.labels[node["ref_label"]]
+        label = node.get("ref_label")
+        if label is not None and (label in self.labels or label in self.outside):
+            return self.labels[label] if label in self.labels else self.outside[label]
+        target = node.get("ref_doc")
+        if target is not None:
+            path = target[1:] if target.startswith("/") else posixpath.join(self.folder, target)
+            path = posixpath.normpath(path)
+            path = path.rsplit(".", 1)[0] if path.endswith((".rst", ".rest", ".txt")) else path
+            if path in self.doc_titles:
+                return self.doc_titles[path]
         if isinstance(node, (n.footnote_reference, n.citation_reference)):
             return f"[{node.astext()}]"
         if isinstance(node, (n.image, n.comment, n.system_message, n.substitution_definition, n.generated, n.raw)):
@@ -536,7 +554,11 @@ class RstLoader:
     def __init__(self, config: RstLoaderConfig | None = None):
         self.config = config or RstLoaderConfig()
 
-    def load(self, data: bytes, doc_id: str, source: str) -> Document:
+    def load(self, data: bytes, doc_id: str, source: str, *, labels: Mapping[str, str] | None = None,
+             doc_titles: Mapping[str, str] | None = None) -> Document:
+        """The Document of one file. ``labels`` (label -> section title) and ``doc_titles`` (document path
+        without its suffix, from the corpus root -> title) are what other files of the corpus define: a ``:ref:``
+        or ``:doc:`` to them shows the title, as Sphinx does; without them, the label or path."""
         try:
             from docutils import nodes
         except ImportError:
@@ -545,7 +567,8 @@ class RstLoader:
         if not text.strip():
             raise CorpusError("no text: the file is empty; remove it from the corpus or write its content")
         builder = DocumentBuilder(doc_id=doc_id, source=source, format="rst")
-        writer = _Writer(builder, nodes, self.config.default_language, text.splitlines())
+        writer = _Writer(builder, nodes, self.config.default_language, text.splitlines(), labels=labels,
+                         doc_titles=doc_titles)
         try:
             tree = _parse(text, source)
             writer.document(tree)

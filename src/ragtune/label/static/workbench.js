@@ -38,13 +38,14 @@ function say(text, ok) {
   m.hidden = !text;
 }
 
+// a change: the question as it now is, or null when it was refused (the message says why)
 async function change(path, body, undoEntry) {
   try {
     const q = await api(path, body);
     say("");
     if (undoEntry) S.undo.push(undoEntry);
     await refresh(q.deleted ? null : q);
-    return true;
+    return q;
   } catch (e) {
     if (e.status === 409) {
       S.undo = S.undo.filter((u) => u.qid !== S.current);  // never undo over someone else's change
@@ -53,7 +54,7 @@ async function change(path, body, undoEntry) {
     } else {
       say(e.message);
     }
-    return false;
+    return null;
   }
 }
 
@@ -158,7 +159,7 @@ function drawQuestion(q) {
   tags.replaceChildren(...q.tags.map((t) => Object.assign(document.createElement("span"), { className: "tag", textContent: t })));
   $("#q-origin").textContent = (q.origin && q.origin !== "workbench" ? `from ${q.origin}` : "") +
     (q.asked ? ` · asked ${q.asked}×` : "");
-  $("#unanswerable").textContent = q.status === "unanswerable" ? "Back to judging (u)" : "Unanswerable (u)";
+  $("#unanswerable").textContent = q.status === "unanswerable" ? "Back to judging (U)" : "Unanswerable (u)";
   $("#accept-draft").hidden = !q.candidates.some((c) => c.proposed);
   const graded = q.candidates.filter((c) => c.grade !== null).length;
   $("#pool-count").textContent = `${graded} of ${q.candidates.length} graded`;
@@ -233,13 +234,58 @@ function renderText(el, text) {
       const lines = block.split("\n").filter((l) => l.trim());
       if (!lines.length) continue;
       if (lines.every((l) => l.trim().startsWith("|"))) { el.append(table(lines)); continue; }
-      const p = document.createElement("p");
-      const t = lines.join("\n");
-      if (/^#{1,6} /.test(t)) { const s = document.createElement("strong"); s.textContent = t.replace(/^#+ /, ""); p.append(s); }
-      else inline(p, t);
-      el.append(p);
+      // a list, or lines of text ending in one ("Steps:" then its items)
+      const k = lines.findIndex((l) => ITEM.test(l));
+      const isList = k >= 0 && lines.slice(k).every((l) => ITEM.test(l) || /^\s/.test(l));
+      const text = isList ? lines.slice(0, k) : lines;
+      if (text.length) {
+        const p = document.createElement("p");
+        const t = text.join("\n");
+        if (/^#{1,6} /.test(t)) { const s = document.createElement("strong"); s.textContent = t.replace(/^#+ /, ""); p.append(s); }
+        else inline(p, t);
+        el.append(p);
+      }
+      if (isList) el.append(listBlock(lines.slice(k)));
     }
   }
+}
+
+// list items as the loaders write them ("- x", "1. x", "a) x", nested by indentation), drawn as <ul>/<ol>
+const ITEM = /^(\s*)([-*+]|\d{1,9}[.)]|[a-zA-Z][.)]|#\.)\s+(\S.*)$/;
+
+function listBlock(lines) {
+  const root = document.createDocumentFragment();
+  const stack = [];  // open lists, outermost first: { indent, ordered, list, li }
+  for (const l of lines) {
+    const m = ITEM.exec(l);
+    if (!m) {  // a continuation line of the item above
+      const top = stack[stack.length - 1];
+      if (top && top.li) { top.li.append(" "); inline(top.li, l.trim()); }
+      continue;
+    }
+    const indent = m[1].length, marker = m[2], ordered = !/^[-*+]$/.test(marker);
+    const number = /^\d/.test(marker) ? parseInt(marker, 10) : null;
+    while (stack.length && stack[stack.length - 1].indent > indent) stack.pop();
+    let top = stack[stack.length - 1];
+    // another kind of list, or numbering that starts again (two lists one after the other): a new list
+    if (top && top.indent === indent && (top.ordered !== ordered || (number !== null && top.number !== null &&
+        number <= top.number))) { stack.pop(); top = stack[stack.length - 1]; }
+    if (!top || top.indent < indent) {
+      const list = document.createElement(ordered ? "ol" : "ul");
+      if (/^[a-z][.)]$/.test(marker)) list.type = "a";
+      else if (/^[A-Z][.)]$/.test(marker)) list.type = "A";
+      if (top && top.li) top.li.append(list); else root.append(list);
+      top = { indent, ordered, list, li: null, number: null };
+      stack.push(top);
+    }
+    const li = document.createElement("li");
+    if (number !== null) li.value = number;
+    inline(li, m[3]);
+    top.list.append(li);
+    top.li = li;
+    top.number = number;
+  }
+  return root;
 }
 
 function inline(p, t) {
@@ -328,11 +374,16 @@ async function gradeFocused(v) {
   }
 }
 
-async function toggleUnanswerable() {
-  if (!S.q) return;
-  const value = S.q.status !== "unanswerable";
-  await change(`/api/question/${encodeURIComponent(S.q.id)}/unanswerable`, { rev: S.q.rev, value },
-    { qid: S.q.id, kind: "unanswerable", prev: !value });
+// u marks the question unanswerable, U (shift+u) puts it back to judging: never a toggle, and always a message
+async function setUnanswerable(value) {
+  if (!S.q || S.busy) return;
+  S.busy = true;
+  const qid = S.q.id;
+  const q = await change(`/api/question/${encodeURIComponent(qid)}/unanswerable`, { rev: S.q.rev, value });
+  S.busy = false;
+  if (!q) return;
+  if (q.changed) S.undo.push({ qid, kind: "unanswerable", prev: !value });
+  say(q.message + (q.status === "unanswerable" ? " · U puts it back to judging" : " · u marks it unanswerable"), true);
 }
 
 async function acceptDraft() {
@@ -350,8 +401,9 @@ async function undo() {
   if (!S.q || S.q.id !== u.qid) return;
   const path = `/api/question/${encodeURIComponent(u.qid)}/` + (u.kind === "grade" ? "grade" : "unanswerable");
   const body = u.kind === "grade" ? { rev: S.q.rev, anchor: u.anchor, grade: u.prev } : { rev: S.q.rev, value: u.prev };
-  if (await change(path, body)) {
-    say("undone", true);
+  const q = await change(path, body);
+  if (q) {
+    say(u.kind === "grade" ? "undone" : `undone: ${q.message}`, true);
     if (u.kind === "grade") { S.area = "pool"; S.focus = Math.max(0, S.q.candidates.findIndex((x) => x.anchor === u.anchor)); markFocus(); }
   }
 }
@@ -371,12 +423,14 @@ async function search(text) {
   if (!text.trim() || !S.q) return;
   try {
     const r = await api(`/api/search?q=${encodeURIComponent(text)}&qid=${encodeURIComponent(S.q.id)}`);
-    const inPool = new Set(S.q.candidates.map((c) => c.anchor));
-    S.results = r.results.filter((c) => !inPool.has(c.anchor));
+    S.results = r.results;
     S.area = "search";
     S.focus = 0;
     drawQuestion(S.q);
-    if (!S.results.length) say("no section outside the pool matches that search", true);
+    const n = r.in_pool.length;
+    const left = n ? `${n} match${n === 1 ? "" : "es"} already in the pool not shown` : "";
+    if (!S.results.length) say("no section outside the pool matches that search" + (n ? `; ${left}` : ""), true);
+    else say(left, true);
     $("#search").blur();
   } catch (e) { say(e.message); }
 }
@@ -414,7 +468,7 @@ async function addQuestions(questions) {
     await loadState();
     if (r.added.length && !S.current) await open(r.added[0]);
     return r;
-  } catch (e) { say(e.message); return null; }
+  } catch (e) { say(e.message); $("#import-result").textContent = e.message; return null; }
 }
 
 async function exportSession() {
@@ -504,7 +558,7 @@ document.addEventListener("keydown", (e) => {
   const act = {
     j: () => move(1), ArrowDown: () => move(1), k: () => move(-1), ArrowUp: () => move(-1),
     0: () => gradeFocused(0), 1: () => gradeFocused(1), 2: () => gradeFocused(2), "-": () => gradeFocused(null),
-    u: toggleUnanswerable, y: acceptDraft, n: () => step(1, true), "]": () => step(1), "[": () => step(-1),
+    u: () => setUnanswerable(true), U: () => setUnanswerable(false), y: acceptDraft, n: () => step(1, true), "]": () => step(1), "[": () => step(-1),
     z: undo, "/": () => $("#search").focus(), a: () => $("#add-input").focus(), e: editText, t: editTags,
     i: () => { $("#import").showModal(); tab("text"); }, "?": () => $("#help").showModal(),
     o: () => { const c = list()[S.focus]; if (c) window.open("/source?anchor=" + encodeURIComponent(c.anchor), "_blank", "noopener"); },
@@ -536,7 +590,7 @@ window.addEventListener("DOMContentLoaded", async () => {
   }));
   $("#q-edit").addEventListener("keydown", (e) => { if (e.key === "Enter") finishEdit(e.target, "q"); });
   $("#tags-edit").addEventListener("keydown", (e) => { if (e.key === "Enter") finishEdit(e.target, "tags"); });
-  $("#unanswerable").addEventListener("click", toggleUnanswerable);
+  $("#unanswerable").addEventListener("click", () => setUnanswerable(S.q && S.q.status !== "unanswerable"));
   $("#accept-draft").addEventListener("click", acceptDraft);
   $("#next-unjudged").addEventListener("click", () => step(1, true));
   $("#undo").addEventListener("click", undo);
