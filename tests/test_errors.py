@@ -16,6 +16,7 @@ BUILTIN = {
     "GoldenSetError": ValueError,
     "GoldenConflictError": ValueError,
     "UnknownAnchorError": KeyError,
+    "InputTooLargeError": ValueError,
     "MissingDependencyError": ImportError,
     "GridError": ValueError,
     "SweepStateError": ValueError,

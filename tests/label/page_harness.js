@@ -74,7 +74,7 @@ function press(key) {
 const context = vm.createContext({
   document, window: { addEventListener() {}, prompt() { return null; }, open() {}, confirm() { return false; } },
   sessionStorage: { getItem() { return null; }, setItem() {} }, fetch, console, setTimeout, setInterval,
-  clearInterval, NodeFilter: { SHOW_TEXT: 4 }, URL, html, press, requests, responses, bySelector,
+  clearInterval, NodeFilter: { SHOW_TEXT: 4 }, URL, TextEncoder, html, press, requests, responses, bySelector,
 });
 const page = fs.readFileSync(process.argv[2], "utf8");
 const scenario = fs.readFileSync(process.argv[3], "utf8");

@@ -206,3 +206,16 @@ def test_lists_are_drawn_as_lists_not_one_paragraph(tmp_path):
         '</div>'), out["rst"]
     assert out["md"] == ('<div><p>Steps:</p><ul><li>one</li><li>two</li></ul><ol type="a"><li>beta</li>'
                          '<li>gamma</li></ol><p>A plain\nparagraph.</p></div>')
+
+
+@needs_node
+def test_the_page_refuses_a_body_over_the_servers_limit_before_sending_it(client, tmp_path):
+    c, _ = client
+    given = c.get("/api/state").json()["limits"]
+    assert given["body_bytes"] == 4 * 1024 * 1024 and given["body_message"].startswith("request body over 4,194,304")
+    out = _page(tmp_path, f"""
+    S.limits = {json.dumps({**given, "body_bytes": 1000})};
+    const r = await addQuestions([{{ q: "x".repeat(5000) }}]);
+    return {{ r, sent: requests.map((x) => x.path), said: bySelector["#message"].textContent }};
+    """)
+    assert out["r"] is None and out["sent"] == [] and out["said"] == given["body_message"]

@@ -339,8 +339,10 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
     app.get("/static/source.js", include_in_schema=False)(asset("source.js"))
 
     @app.get("/api/state")
-    def state():
-        return bench.state()
+    def state():  # with the body limit, so that the page refuses an oversized change before sending it
+        return {**bench.state(), "limits": {"body_bytes": max_body_bytes,
+                                            "body_message": limits.body_too_large(max_body_bytes),
+                                            "question_chars": limits.MAX_QUESTION_CHARS}}
 
     @app.get("/api/question/{qid}")
     def question(qid: str):

@@ -4,7 +4,7 @@
 const $ = (s) => document.querySelector(s);
 const S = {
   questions: [], current: null, q: null, focus: 0, area: "pool", results: [], undo: [], filter: "", status: "",
-  terms: [], busy: false,
+  terms: [], busy: false, limits: null,
 };
 
 // -- the API (with the key, when the server asks for one)
@@ -19,8 +19,16 @@ async function api(path, body) {
     headers["Content-Type"] = "application/json";
     headers["X-Ragtune-Workbench"] = "1";
     init.body = JSON.stringify(body);
+    // a body over the server's limit is refused here, with the server's message, rather than sent to be cut off
+    if (S.limits && init.body.length > S.limits.body_bytes / 4 &&
+        new TextEncoder().encode(init.body).length > S.limits.body_bytes) {
+      const e = new Error(S.limits.body_message); e.status = 413; e.data = {}; throw e;
+    }
   }
-  const r = await fetch(path, init);
+  let r;
+  try { r = await fetch(path, init); } catch (e) {
+    throw new Error(`the workbench did not answer (${e.message}); is it still running?`);
+  }
   let data = {};
   try { data = await r.json(); } catch (e) { data = { error: `the server answered ${r.status}` }; }
   if (r.status === 401 && data.key) {
@@ -63,6 +71,7 @@ async function change(path, body, undoEntry) {
 async function loadState() {
   const st = await api("/api/state");
   S.questions = st.questions;
+  S.limits = st.limits || S.limits;
   $("#golden-path").textContent = st.golden;
   drawProgress(st.progress);
   drawRetrieval(st.retrieval);
