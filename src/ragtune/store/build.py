@@ -14,7 +14,7 @@ from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError, EmptyIndexError
 from ..golden import GoldenSet
 from ..pipeline import Pipeline, PipelineConfig, Resources, StoredIndex, build_pipeline, warn_window
-from ..registry import RETRIEVERS
+from ..registry import CHUNKERS, RETRIEVERS
 from ..retrieve.bm25 import BM25Retriever
 from ..types import Chunk
 from .milvus import build_collection, is_milvus
@@ -265,19 +265,34 @@ def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, res
     return v
 
 
+def _no_embedder_to_migrate(version: str, config: PipelineConfig, embedder: str) -> str:
+    """Why a store whose retriever uses no embedder is not migrated, in one line."""
+    chunker = CHUNKERS.get(config.chunker) if config.chunker != "auto" else None
+    if chunker is not None and chunker.uses_embedder:
+        then = (f"its {config.chunker} chunker's cuts do depend on the model: to recut them build a new version "
+                f"(ragtune index build --chunker {config.chunker} --retriever {config.retriever} "
+                f"--embedder {embedder})")
+    else:
+        then = (f"to search with {embedder}, build a dense or hybrid version "
+                f"(ragtune index build --retriever hybrid --embedder {embedder})")
+    return (f"{version}'s retriever {config.retriever} uses no embedder: nothing to migrate to {embedder}, and "
+            f"nothing was built; {then}")
+
+
 def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: float = 0.01, metric: str = "recall@10",
             samples: int = 10000, seed: int = 0, show_progress: bool = False) -> dict[str, Any]:
     """Blue/green: build a green version with ``embedder`` beside the current (blue) one, evaluate both on
-    ``golden``, promote green only if its ``metric`` is not worse than blue's by more than ``max_drop``."""
+    ``golden``, promote green only if its ``metric`` is not worse than blue's by more than ``max_drop``.
+
+    Refused before anything is built (:class:`StoreError`) when blue's retriever uses no embedder (its registry
+    entry's ``uses_embedder``: BM25 ranks the same under any model) or already uses ``embedder``."""
     from ..evaluate.compare import compare_runs
     from ..pipeline import run_eval
 
     blue = store.get()
     config = PipelineConfig.from_dict(blue.manifest["config"])
-    if not config.uses_embedder:  # neither its retriever nor its chunker embeds: nothing a new model would change
-        raise StoreError(f"{blue.id} uses {config.retriever} retrieval over {config.chunker} chunks, neither of which "
-                         f"uses an embedding model, so there is nothing to migrate to {embedder}; build a dense or "
-                         f"hybrid version first (ragtune index build --retriever hybrid --embedder {embedder})")
+    if not config.uses_vectors:  # the retriever's registry entry declares whether it searches by embedding
+        raise StoreError(_no_embedder_to_migrate(blue.id, config, embedder))
     target = replace(config, embedder=embedder)  # an unknown embedder name fails here, before anything is built
     if target.key == config.key:
         raise StoreError(f"{blue.id} already uses the embedder {config.embedder}: nothing to migrate; name another "
