@@ -44,7 +44,7 @@ from typing import Annotated, Any, Literal
 
 from ..config import Opt, config_key
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, GridError
+from ..errors import ConfigError, GridError, MissingDependencyError
 from ..golden import GoldenSet
 from ..pipeline import PipelineConfig, Resources, build_pipeline, run_eval
 from ..progress import note
@@ -187,7 +187,7 @@ def _optuna() -> Any:
     try:
         import optuna
     except ImportError:
-        raise ImportError("a search needs Optuna: pip install 'ragtune[search]'") from None
+        raise MissingDependencyError("a search needs Optuna: pip install 'ragtune[search]'") from None
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     return optuna
 
