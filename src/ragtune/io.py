@@ -2,24 +2,106 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
-from typing import Any
+import stat
+import tempfile
+from collections.abc import Callable
+from typing import IO, Any
 
 from .errors import ConfigError
 
-__all__ = ["write_text", "write_json", "write_jsonl", "check_regular_file", "json_finite", "some"]
+__all__ = ["write_atomic", "check_writable", "write_text", "write_json", "write_jsonl", "check_regular_file",
+           "json_finite", "some"]
+
+Content = str | bytes | Callable[[IO[Any]], None]
+
+
+def _target(path: str | os.PathLike[str]) -> str:
+    """The file a write to ``path`` must change: a symlink's target (followed to the end), else ``path`` itself."""
+    p = os.fspath(path)
+    return os.path.realpath(p) if os.path.islink(p) else p
+
+
+def check_writable(path: str | os.PathLike[str]) -> None:
+    """Refuse, before any work, a file that exists and is read-only: no write bit, or not writable by this process
+    (a rename replaces a read-only file silently: it needs only the folder's permission). Raises PermissionError
+    naming the file, its mode and the fix; a file that does not exist yet passes."""
+    target = _target(path)
+    try:
+        st = os.stat(target)
+    except FileNotFoundError:
+        return
+    # a file with no write bit was made read-only on purpose: refused even where the process could write it (root)
+    if stat.S_ISREG(st.st_mode) and (not st.st_mode & 0o222 or not os.access(target, os.W_OK)):
+        raise PermissionError(errno.EACCES, f"the file is read-only (mode {stat.S_IMODE(st.st_mode):04o}): make it "
+                                            "writable (chmod u+w) or give another path", os.fspath(path))
+
+
+def write_atomic(path: str | os.PathLike[str], content: Content, *, durable: bool = True) -> None:
+    """Replace the file at ``path`` all at once: a reader sees the old content or the new, never a torn one, and a
+    crash mid-write leaves the old file. The one atomic write of the package.
+
+    ``content`` is a str (written as UTF-8), bytes, or a function that writes to the open text file (for rows
+    streamed without building one string). The new content goes to a temporary file beside the target, is flushed
+    and fsynced (``durable``; caches that only cost a recomputation pass False), then renamed over the target, and the
+    folder is fsynced so the rename itself survives a crash.
+
+    - A symlink is written through: its target is replaced and the link stays a link.
+    - The target's permission bits are kept (a 0600 file stays 0600); a new file gets the umask's default (0644
+      under the usual 022), not mkstemp's 0600.
+    - A target this process may not write is refused (PermissionError, see :func:`check_writable`), not replaced.
+    - The folder is created if missing. On any failure the temporary file is removed and the error propagates.
+    """
+    check_writable(path)
+    target = _target(path)
+    folder = os.path.dirname(target) or "."
+    os.makedirs(folder, exist_ok=True)
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(target)}.tmp-", dir=folder)
+    try:
+        binary = isinstance(content, bytes)
+        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"encoding": "utf-8"})) as f:
+            if callable(content):
+                content(f)
+            else:
+                f.write(content)
+            f.flush()
+            if durable:
+                os.fsync(f.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    if durable:
+        try:
+            dfd = os.open(folder, os.O_RDONLY)
+        except OSError:
+            return
+        try:
+            os.fsync(dfd)
+        except OSError:  # some filesystems refuse fsync on a folder; the rename is done either way
+            pass
+        finally:
+            os.close(dfd)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` to ``path``, creating its folder; an OSError becomes one ConfigError line."""
+    """Write ``text`` to ``path`` atomically (:func:`write_atomic`), creating its folder; an OSError becomes one
+    ConfigError line."""
     try:
-        folder = os.path.dirname(os.fspath(path))
-        if folder:
-            os.makedirs(folder, exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_atomic(path, text)
     except OSError as e:
         raise ConfigError(f"cannot write {os.fspath(path)}: {e.strerror or e}") from None
 

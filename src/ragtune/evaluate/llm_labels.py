@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
@@ -41,6 +39,7 @@ from typing import Annotated, Any
 
 from ..config import Opt
 from ..errors import ConfigError, CorpusNotFoundError, UnknownAnchorError
+from ..io import write_atomic
 from .pool import read_pool_file
 
 __all__ = ["PROMPT_VERSION", "SYSTEM", "GRADE_MAP", "JudgeResult", "judge_pool", "parse_grade", "label_prompt"]
@@ -136,18 +135,6 @@ def _cache_key(model: str, question: str, text: str) -> str:
     return hashlib.sha256(json.dumps([model, PROMPT_VERSION, question, section]).encode("utf-8")).hexdigest()
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
 
 def judge_pool(
     pool: Annotated[str, Opt("the pool file (`ragtune pool --out`)", flag="POOL")],
@@ -229,7 +216,7 @@ def judge_pool(
             if grade is None:
                 result.failed.append((items[index].id, anchor))
                 continue
-            _write_atomic(entry, json.dumps({"model": llm.model, "prompt_version": PROMPT_VERSION,
+            write_atomic(entry, json.dumps({"model": llm.model, "prompt_version": PROMPT_VERSION,
                                              "reply": json.dumps({"grade": grade})}) + "\n")
         mapped = float(GRADE_MAP[grade])
         item = items[index]
@@ -242,7 +229,7 @@ def judge_pool(
     if golden_path.is_dir() and not out:
         target = golden_path.parent / (golden_path.name + ".judged.jsonl")
     labelled = GoldenSet(items, source=str(target), labels="all")
-    _write_atomic(target, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in labelled))
+    write_atomic(target, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in labelled))
     result.written = str(target)
     result.usage = {**llm.usage, "cost": llm.cost}
     return result

@@ -26,6 +26,7 @@ from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..evaluate.match import MatchOptions
 from ..evaluate.run import read_rankings, score_run_file
 from ..golden import GoldenItem, GoldenSet
+from ..io import write_text
 
 __all__ = ["read_rankings", "evaluate_run_file", "read_qrels", "write_qrels", "write_trec_run", "export_beir",
            "to_ranx_qrels", "to_ranx_run", "to_ranx", "from_ranx", "load_golden_or_qrels", "export_to"]
@@ -208,13 +209,7 @@ def export_beir(golden: GoldenSet, folder: str | os.PathLike[str], *, split: str
 
 
 def _write(path: str | os.PathLike[str], lines: list[str]) -> None:
-    p = Path(path)
-    try:
-        if p.parent and not p.parent.exists():
-            p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    except OSError as e:
-        raise ConfigError(f"cannot write {p}: {e.strerror or e}") from None
+    write_text(path, "".join(line + "\n" for line in lines))
 
 
 def export_to(

@@ -31,6 +31,7 @@ from typing import Any
 
 from ..errors import ConfigError, GoldenConflictError, GoldenSetError
 from ..golden import GoldenItem, Judgment, parse_item
+from ..io import check_writable, write_atomic
 
 __all__ = ["GoldenFile", "Conflict", "conflict", "revision", "GRADES"]
 
@@ -79,6 +80,10 @@ class GoldenFile:
             raise ConfigError(f"{self.path} is a folder; give the golden set's .jsonl file")
         if self.path.exists() and not self.path.is_file():
             raise ConfigError(f"{self.path} is not a regular file; give the golden set's .jsonl file")
+        try:
+            check_writable(self.path)  # refused now, in one line, not after a person's first judgment
+        except PermissionError as e:
+            raise ConfigError(f"{self.path}: {e.strerror}; the workbench saves every judgment to it") from None
         self.lock_path = self.path.with_name(self.path.name + ".lock")
         with self._locked():
             self._clean_temporaries()
@@ -130,28 +135,21 @@ class GoldenFile:
             finally:
                 fcntl.flock(lock, fcntl.LOCK_UN)
 
-    def _temporary(self) -> Path:
-        return self.path.with_name(f".{self.path.name}.tmp-{os.getpid()}")
-
     def _clean_temporaries(self) -> None:
-        """Remove what a writer killed mid-write left behind (under the lock: no writer is active)."""
-        for p in self.path.parent.glob(f".{self.path.name}.tmp-*"):
+        """Remove what a writer killed mid-write left behind (under the lock: no writer is active): the temporary
+        files :func:`ragtune.io.write_atomic` makes beside the file it replaces (a symlink's target)."""
+        target = self.path.resolve()
+        for p in target.parent.glob(f".{target.name}.tmp-*"):
             with contextlib.suppress(OSError):
                 p.unlink()
 
     def _write(self, items: Iterable[GoldenItem]) -> None:
-        tmp = self._temporary()
-        with open(tmp, "w", encoding="utf-8") as f:
+        """Replace the file (through a symlink to its target, keeping its mode): :func:`ragtune.io.write_atomic`."""
+        def rows(f: Any) -> None:
             for item in items:
                 f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, self.path)
-        fd = os.open(self.path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself reaches the disk
-        finally:
-            os.close(fd)
+
+        write_atomic(self.path, rows)
 
     def change(self, qid: str, rev: str | None, fn: Callable[[GoldenItem], GoldenItem | None]) -> GoldenItem | None:
         """Apply ``fn`` to question ``qid`` if it is still at revision ``rev`` (None: whatever it is now) and

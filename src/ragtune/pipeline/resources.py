@@ -32,6 +32,7 @@ from typing import Any
 
 from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError
+from ..io import write_atomic
 from ..registry import CHUNKERS, RETRIEVERS
 from ..types import Chunk
 
@@ -258,14 +259,13 @@ def _cached_chunking(corpus: Any, chunker: Any, cache_dir: Path) -> tuple[list[C
         except (OSError, ValueError, KeyError):
             pass
     chunks, parents = chunk_documents(corpus, chunker)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
+    def rows(f: Any) -> None:
+        for role, items in (("chunk", chunks), ("parent", parents)):
+            for c in items:
+                f.write(json.dumps({**c.to_dict(), "role": role}, ensure_ascii=False, default=str) + "\n")
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            for role, items in (("chunk", chunks), ("parent", parents)):
-                for c in items:
-                    f.write(json.dumps({**c.to_dict(), "role": role}, ensure_ascii=False, default=str) + "\n")
-        os.replace(tmp, path)
+        write_atomic(path, rows, durable=False)
     except OSError:  # a cache that cannot be written costs the next run a rechunking, nothing else
-        tmp.unlink(missing_ok=True)
+        pass
     return chunks, parents

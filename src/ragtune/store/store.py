@@ -69,6 +69,7 @@ import numpy as np
 from .._version import __version__
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, StoreError, StoreLockedError
+from ..io import write_atomic
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
@@ -116,6 +117,7 @@ def doc_hash(doc: Document) -> str:
 
 
 # --- files -----------------------------------------------------------------------------------------
+# files inside a version being built: the folder, renamed when complete, is the unit that appears at once
 def _write_json(path: Path, data: Any) -> None:
     with open(path, "w", encoding="utf-8") as f:
         json.dump(data, f, ensure_ascii=False, indent=1, default=str)
@@ -130,18 +132,7 @@ def _write_jsonl(path: Path, rows) -> None:
 
 
 def _replace_atomic(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
-        raise
-    _fsync_dir(path.parent)
+    write_atomic(path, text)
 
 
 def _fsync_dir(path: Path) -> None:

@@ -30,6 +30,7 @@ from typing import Any, Protocol
 from ..corpus.corpus import Corpus
 from ..errors import SweepStateError
 from ..golden import GoldenSet
+from ..io import write_atomic
 from ..pipeline import PipelineConfig, Resources, build_pipeline, run_eval
 from ..retrieve.base import search as run_search
 from .grid import Grid
@@ -129,13 +130,8 @@ def time_searches(retriever: Any, queries: list[str], *, depth: int, filters: An
 
 
 def _write_atomic(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(path.suffix + f".tmp{os.getpid()}")
-    text = json.dumps(data, ensure_ascii=False)  # one string: json.dump's streaming encoder is pure Python, ~5x slower
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
+    # one string: json.dump's streaming encoder is pure Python, ~5x slower
+    write_atomic(path, json.dumps(data, ensure_ascii=False))
 
 
 class SweepProgress:

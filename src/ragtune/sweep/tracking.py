@@ -38,6 +38,7 @@ from typing import Any
 
 from .._version import __version__
 from ..errors import APIError, MissingDependencyError, SweepStateError
+from ..io import write_atomic
 from .holdout import folds_text, selection_text
 
 __all__ = ["log_to_mlflow", "mlflow_uri", "mlflow_runs", "metric_name", "DEFAULT_EXPERIMENT"]
@@ -242,9 +243,7 @@ def _sweep_id(out: Path) -> str:
 
 
 def _write_json(path: Path, data: Any) -> None:
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
 def _search(client: Any, experiment_id: str, sweep_id: str) -> Iterator[Any]:

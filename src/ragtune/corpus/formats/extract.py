@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ...errors import CorpusError
+from ...io import write_atomic
 from ...paths import default_cache_dir, usable_cpus
 from ...types import Document, Section
 
@@ -85,17 +86,10 @@ def _read_cache(path: Path) -> dict[str, Any] | None:
 
 
 def _write_cache(path: Path, doc: Document) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(document_to_dict(doc), f, ensure_ascii=False)
-        os.replace(tmp, path)
+        write_atomic(path, json.dumps(document_to_dict(doc), ensure_ascii=False), durable=False)
     except OSError:  # a read-only cache only costs speed
-        try:
-            tmp.unlink()
-        except OSError:
-            pass
+        pass
 
 
 def _describe(e: BaseException) -> str:
