@@ -1,11 +1,26 @@
 """Word files (DOCX, Word 2007+): the body in document order, headings by style or outline level, tables, lists.
 
-python-docx opens the package (zip, content types, relationships, the main document part, styles, numbering and
-core properties); the body is then walked over its XML elements directly. That walk is what makes the loader fast
-and faithful: python-docx's own ``Paragraph.style`` looks each style up again per paragraph (6-7 s for the
-813 k-character DOJ handbook, against about 0.5 s for this whole loader), and its ``Paragraph.text`` reads only the runs
-directly in a paragraph or a hyperlink, so it drops the text of tracked insertions, content controls, smart tags
-and simple fields.
+The package (zip, content types, relationships, the main document part, styles, numbering, notes and core
+properties) is read here, each XML part parsed as it is unpacked: python-docx, whose constants name the parts, would
+read every part whole and build each one's full tree, about 30 times the XML in memory. The body is walked over its
+XML elements directly, which is also what makes the loader fast and faithful: python-docx's own ``Paragraph.style``
+looks each style up again per paragraph (6-7 s for the 813 k-character DOJ handbook, against about 0.5 s for this
+whole loader), and its ``Paragraph.text`` reads only the runs directly in a paragraph or a hyperlink, so it drops the
+text of tracked insertions, content controls, smart tags and simple fields.
+
+**Memory.** A part is parsed as a stream (``lxml.etree.iterparse``): the tree holds one body paragraph, one table
+cell's paragraph or nested table, one style, list definition or note at a time, and each is dropped once read. What
+is kept is the text and one location per paragraph, so loading a file takes, whatever the shape of its XML, at
+most about 6 times its unpacked XML plus about 1 KB per paragraph kept (its location, here and in the Document: at
+most about 100 MB, by :data:`MAX_ENTRIES`), measured over the whole folder load, the worker that parses the file and
+the process that receives the Document (``tests/corpus/formats/test_docx_memory.py``); a parsed tree alone would be
+about 30 times the XML. A file over one of these limits is refused with one line (in a folder: skipped with a
+warning, the rest loads): :data:`MAX_UNPACKED_BYTES` unpacked (declared sizes, checked
+before anything is unpacked), :data:`MAX_PART_ELEMENTS` XML elements in a part, :data:`MAX_HELD_ELEMENTS` in one
+paragraph (or nested table, style, note), :data:`MAX_ENTRIES` paragraphs, table rows, notes, styles, list levels and
+relationships, :data:`MAX_TEXT_CHARS` characters of text, :data:`MAX_COLUMNS` columns in a table row; and the XML
+parser's own limit (no ``huge_tree``): a text node, a tag or a nesting depth over what libxml2 allows by default
+(10,000,000 bytes; 256 levels). No DTD is loaded and no entity resolved.
 
 - **Headings**: a paragraph whose style is ``Heading 1`` … ``Heading 9`` (or ``Title``, level 1), or whose outline
   level (``w:outlineLvl`` in the paragraph, else in its style or the styles that style is based on) is 0-8, is a
@@ -32,6 +47,7 @@ content controls; each table is ``{"table": T}``, ``Document(path).tables[T]``.
 from __future__ import annotations
 
 import io
+import posixpath
 import re
 import zipfile
 import zlib
@@ -65,8 +81,35 @@ _HEADING_STYLE_RE = re.compile(r"heading\s*([1-9])\Z")
 _LIST_STYLE_RE = re.compile(r"list\s+(bullet|number)(?:\s+([2-9]))?\Z")
 _TOC_STYLE_RE = re.compile(r"toc\s*[1-9]\Z")
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
-_MAX_UNPACKED_BYTES = 1 << 30  # what python-docx reads into memory: every part of the package, unpacked
+_BODY = _W + "body"
+_WRAPPERS = (_SDT, _SDT_CONTENT, _CUSTOM_XML)
+_CONTAINERS = {_BODY, *_WRAPPERS, _TBL, _TR, _TC, _W + "document"}
+_CT = "{http://schemas.openxmlformats.org/package/2006/content-types}"
+_RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
+_DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
 _NOT_DOCX = "not a readable DOCX (Word 2007+) file"
+_TOO_BIG = "over the limits of what ragtune reads from one DOCX file"
+
+MAX_UNPACKED_BYTES = 1 << 30
+"""The most a DOCX file may unpack to, all its parts together, by the sizes its zip directory declares (checked
+before anything is unpacked; a part that unpacks to more than it declares is a damaged zip)."""
+MAX_PART_ELEMENTS = 10_000_000
+"""The most XML elements read from one part (``word/document.xml``, the styles, ...): about 100 times the 872-page
+DOJ handbook's body. Bounds the time a file takes."""
+MAX_HELD_ELEMENTS = 100_000
+"""The most XML elements held at once: one body paragraph, one paragraph or nested table of a table cell, one
+style, list definition or note (the handbook's whole body is 100,000 elements, its largest paragraph a few
+hundred). About 20 MB of parsed tree at most."""
+MAX_ENTRIES = 100_000
+"""The most body paragraphs, table rows, notes, styles, list definitions and levels, and relationships read from
+one file: 12 times the handbook's 8,152 paragraphs. Each paragraph kept costs about 700 bytes besides its text (its
+location, in the loader and again in the Document), whatever its XML, so this bounds what a file of one-letter
+paragraphs takes to about 70 MB."""
+MAX_TEXT_CHARS = 64 << 20
+"""The most characters of text (body, cells, notes, titles; a note as often as it is referred to) read from one
+file: as much as the largest markdown file a corpus folder reads (64 MiB), 80 times the handbook."""
+MAX_COLUMNS = 1_000
+"""The most grid columns in one table row, spans included (Word makes at most 63)."""
 
 
 @dataclass(frozen=True)
@@ -83,14 +126,54 @@ class _Style:
 
 
 @dataclass
+class _Numbering:
+    """The list definitions of numbering.xml, looked up by (numId, ilvl): each ``w:num`` names an abstract
+    definition (its levels' formats and starts) and may override a level's start."""
+
+    abstract: dict[str, dict[int, tuple[str, int]]] = field(default_factory=dict)  # id -> ilvl -> (numFmt, start)
+    nums: dict[str, tuple[str, dict[int, int]]] = field(default_factory=dict)  # numId -> (abstract id, overrides)
+
+    def get(self, key: tuple[str, int]) -> tuple[str, int] | None:
+        """(numFmt, start) of level ``ilvl`` of list ``numId``, or None when the document does not define it."""
+        num = self.nums.get(key[0])
+        spec = self.abstract.get(num[0], {}).get(key[1]) if num is not None else None
+        if num is None or spec is None:
+            return None
+        start = num[1].get(key[1])
+        return spec if start is None else (spec[0], start)
+
+
+@dataclass
+class _Budget:
+    """What one file has used of :data:`MAX_ENTRIES` and :data:`MAX_TEXT_CHARS`."""
+
+    entries: int = 0
+    chars: int = 0
+
+    def entry(self, n: int = 1) -> None:
+        self.entries += n
+        if self.entries > MAX_ENTRIES:
+            raise CorpusError(f"{_TOO_BIG}: more than {MAX_ENTRIES:,} paragraphs, table rows, notes, styles and "
+                              "other entries (a generated or hostile file?); split it into smaller documents")
+
+    def text(self, n: int) -> None:
+        self.chars += n
+        if self.chars > MAX_TEXT_CHARS:
+            raise CorpusError(f"{_TOO_BIG}: more than {MAX_TEXT_CHARS:,} characters of text (a generated or "
+                              "hostile file?); split it into smaller documents")
+
+
+@dataclass
 class _Walk:
     """What the walk over a document needs besides the builder: styles, numbering, notes and counters."""
 
     styles: dict[str, _Style]
     default_style: str | None
-    formats: dict[tuple[str, int], tuple[str, int]]  # (numId, ilvl) -> (numFmt, start)
+    formats: _Numbering
     notes: dict[str, dict[str, str]]  # "footnotes"/"endnotes" -> note id -> text
+    budget: _Budget
     resolved: dict[str | None, tuple[int | None, tuple[str, int] | None, str]] = field(default_factory=dict)
+    chains: dict[str, tuple[int | None, tuple[str, int] | None]] = field(default_factory=dict)
     counters: dict[str, list[int]] = field(default_factory=dict)
     pending_notes: list[str] = field(default_factory=list)  # "[n] text" of notes referred to in the current block
     note_count: int = 0
@@ -120,12 +203,102 @@ def _outline(ppr: Any) -> int | None:
     return _int(lvl.get(_VAL)) if lvl is not None else None
 
 
-def _read_styles(root: Any) -> tuple[dict[str, _Style], str | None]:
+# -- the package: each XML part parsed as a stream --------------------------------------------------------------------
+
+class _Stream:
+    """The elements of one XML part of the package, each as it ends, parsed while the part is unpacked.
+
+    The consumer reads an element and then ``drop``s it from the tree; at most :data:`MAX_HELD_ELEMENTS` elements
+    may end between two drops (one paragraph, style or note), and at most :data:`MAX_PART_ELEMENTS` in the part.
+    A missing part, a damaged zip entry, bad XML and XML past the parser's limits are each a one-line CorpusError.
+    """
+
+    def __init__(self, z: zipfile.ZipFile, name: str):
+        self.z, self.name, self.held = z, name, 0
+
+    def __iter__(self) -> Iterator[Any]:
+        from lxml import etree
+
+        try:
+            with self.z.open(self.name) as f:
+                count = 0
+                for _, el in etree.iterparse(f, events=("end",), resolve_entities=False, no_network=True,
+                                             load_dtd=False, huge_tree=False, remove_blank_text=True,
+                                             remove_comments=True, remove_pis=True):
+                    count += 1
+                    self.held += 1
+                    if count > MAX_PART_ELEMENTS:
+                        raise CorpusError(f"{_TOO_BIG}: {self.name} has more than {MAX_PART_ELEMENTS:,} XML "
+                                          "elements (a generated or hostile file?); split it into smaller documents")
+                    if self.held > MAX_HELD_ELEMENTS:
+                        raise CorpusError(f"{_TOO_BIG}: one paragraph or entry of {self.name} has more than "
+                                          f"{MAX_HELD_ELEMENTS:,} XML elements (a generated or hostile file?)")
+                    yield el
+        except KeyError:
+            raise CorpusError(f"{_NOT_DOCX}: a zip file without {self.name} (a Word document's text is in "
+                              "word/document.xml): another kind of zip, or a damaged file") from None
+        except etree.XMLSyntaxError as e:
+            if "XML_PARSE_HUGE" in str(e):
+                raise CorpusError(f"{_TOO_BIG}: {self.name} holds a text, a tag or a nesting larger than the XML "
+                                  f"parser reads ({str(e).split(',')[0]}; a hostile file?)") from None
+            raise CorpusError(f"{_NOT_DOCX}: damaged ({self.name}: {e}); check that it opens in Word") from None
+        except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError) as e:
+            raise CorpusError(f"{_NOT_DOCX}: damaged ({type(e).__name__}: {e}); check that it opens in "
+                              "Word") from None
+
+    def drop(self, el: Any) -> None:
+        """Remove ``el``, read, from the tree (with what it holds)."""
+        parent = el.getparent()
+        el.clear()
+        if parent is not None:
+            parent.remove(el)
+        self.held = 0
+
+    def entries(self) -> Iterator[Any]:
+        """The children of the part's root element, each once it has ended, dropped after it is read."""
+        for el in self:
+            parent = el.getparent()
+            if parent is not None and parent.getparent() is None:
+                yield el
+                self.drop(el)
+
+
+def _content_type(z: zipfile.ZipFile, name: str, budget: _Budget) -> str:
+    """The content type ``[Content_Types].xml`` gives the part ``name`` (its override, else its extension's)."""
+    override, default = None, None
+    ext = name.rsplit(".", 1)[-1].lower() if "." in name.rsplit("/", 1)[-1] else ""
+    for el in _Stream(z, "[Content_Types].xml").entries():
+        budget.entry()
+        if el.tag == _CT + "Override" and el.get("PartName", "").lower() == "/" + name.lower():
+            override = el.get("ContentType", "")
+        elif el.tag == _CT + "Default" and el.get("Extension", "").lower() == ext:
+            default = el.get("ContentType", "")
+    return override if override is not None else default or "no content type"
+
+
+def _rels(z: zipfile.ZipFile, part: str, budget: _Budget) -> list[tuple[str, str]]:
+    """(type, zip entry name) of each relationship of ``part`` ("" for the package) to a part inside the package,
+    in order; none when the part has no relationships file."""
+    folder, _, base = part.rpartition("/")
+    stream = _Stream(z, f"{folder + '/' if folder else ''}_rels/{base}.rels")
+    if stream.name not in z.NameToInfo:
+        return []
+    out = []
+    for el in stream.entries():
+        budget.entry()
+        if el.tag == _RELS + "Relationship" and el.get("TargetMode") != "External":
+            target = posixpath.normpath(posixpath.join("/" + folder, el.get("Target", "")))
+            out.append((el.get("Type", ""), target.lstrip("/")))
+    return out
+
+
+def _read_styles(stream: _Stream, budget: _Budget) -> tuple[dict[str, _Style], str | None]:
     styles: dict[str, _Style] = {}
     default = None
-    for s in root.iterchildren(_W + "style"):
-        if s.get(_TYPE) not in (None, "paragraph"):
+    for s in stream.entries():
+        if s.tag != _W + "style" or s.get(_TYPE) not in (None, "paragraph"):
             continue
+        budget.entry()
         sid = s.get(_W + "styleId") or ""
         name = s.find(_W + "name")
         based = s.find(_W + "basedOn")
@@ -137,46 +310,83 @@ def _read_styles(root: Any) -> tuple[dict[str, _Style], str | None]:
     return styles, default
 
 
-def _read_numbering(root: Any) -> dict[tuple[str, int], tuple[str, int]]:
-    abstract: dict[str, dict[int, tuple[str, int]]] = {}
-    for a in root.iterchildren(_W + "abstractNum"):
-        levels = abstract.setdefault(a.get(_W + "abstractNumId", ""), {})
-        for lvl in a.iterchildren(_W + "lvl"):
-            fmt, start = lvl.find(_W + "numFmt"), lvl.find(_W + "start")
-            levels[_int(lvl.get(_W + "ilvl"), 0) or 0] = (fmt.get(_VAL, "decimal") if fmt is not None else "decimal",
-                                                         _int(start.get(_VAL), 1) if start is not None else 1)
-    out: dict[tuple[str, int], tuple[str, int]] = {}
-    for n in root.iterchildren(_W + "num"):
-        ref = n.find(_W + "abstractNumId")
-        num_id = n.get(_W + "numId", "")
-        for ilvl, spec in abstract.get(ref.get(_VAL, "") if ref is not None else "", {}).items():
-            out[(num_id, ilvl)] = spec
-        for override in n.iterchildren(_W + "lvlOverride"):
-            start = override.find(_W + "startOverride")
-            ilvl = _int(override.get(_W + "ilvl"), 0) or 0
-            if start is not None and (num_id, ilvl) in out:
-                out[(num_id, ilvl)] = (out[(num_id, ilvl)][0], _int(start.get(_VAL), 1) or 1)
+def _read_numbering(stream: _Stream, budget: _Budget) -> _Numbering:
+    out = _Numbering()
+    for el in stream.entries():
+        if el.tag == _W + "abstractNum":
+            levels = out.abstract.setdefault(el.get(_W + "abstractNumId", ""), {})
+            for lvl in el.iterchildren(_W + "lvl"):
+                budget.entry()
+                fmt, start = lvl.find(_W + "numFmt"), lvl.find(_W + "start")
+                levels[_int(lvl.get(_W + "ilvl"), 0) or 0] = (
+                    fmt.get(_VAL, "decimal") if fmt is not None else "decimal",
+                    _int(start.get(_VAL), 1) if start is not None else 1)  # type: ignore[assignment]
+        elif el.tag == _W + "num":
+            budget.entry()
+            ref = el.find(_W + "abstractNumId")
+            overrides: dict[int, int] = {}
+            for override in el.iterchildren(_W + "lvlOverride"):
+                start = override.find(_W + "startOverride")
+                if start is not None:
+                    overrides[_int(override.get(_W + "ilvl"), 0) or 0] = _int(start.get(_VAL), 1) or 1
+            out.nums[el.get(_W + "numId", "")] = (ref.get(_VAL, "") if ref is not None else "", overrides)
     return out
 
 
+def _read_notes(stream: _Stream, kind: str, budget: _Budget) -> dict[str, str]:
+    """Note id -> its text, for the footnotes or endnotes part of the document (separators left out)."""
+    walk = _Walk({}, None, _Numbering(), {"footnotes": {}, "endnotes": {}}, budget)
+    out = {}
+    for note in stream.entries():
+        if note.tag == _W + kind:
+            budget.entry()
+            if note.get(_TYPE) in (None, "normal"):
+                text = " ".join(t for p in note.iter(_P) if (t := _paragraph_text(p, walk)))
+                if text:
+                    out[note.get(_ID, "")] = text
+    return out
+
+
+def _core_title(z: zipfile.ZipFile, package: list[tuple[str, str]], reltype: str, budget: _Budget) -> str | None:
+    """The title in the file's core properties; None when it has none."""
+    name = next((n for t, n in package if t == reltype), None)
+    if name is None:
+        return None
+    for el in _Stream(z, name).entries():
+        if el.tag == _DC_TITLE:
+            title = (el.text or "").strip()
+            budget.text(len(title))
+            return title or None
+    return None
+
+
+# -- the body ---------------------------------------------------------------------------------------------------------
+
 def _style_info(walk: _Walk, sid: str | None) -> tuple[int | None, tuple[str, int] | None, str]:
     """(outline level, numbering, name) of a paragraph style, each from the first style up its basedOn chain that
-    sets it; an unknown style id is the default paragraph style, as in Word."""
+    sets it; an unknown style id is the default paragraph style, as in Word. Each style's chain is resolved once,
+    so a long chain costs its length once, not once per style on it."""
     if sid in walk.resolved:
         return walk.resolved[sid]
     key = sid
     if sid not in walk.styles:
         sid = walk.default_style
-    outline: int | None = None
-    num: tuple[str, int] | None = None
     name = walk.styles[sid].name if sid in walk.styles else ""
+    path: list[str] = []  # styles up the chain whose values are not known yet
     seen: set[str] = set()
-    while sid in walk.styles and sid not in seen:
-        seen.add(sid)
-        style = walk.styles[sid]
-        outline = style.outline if outline is None else outline
-        num = style.num if num is None else num
-        sid = style.based_on
+    cur = sid
+    while cur in walk.styles and cur not in seen and cur not in walk.chains:
+        seen.add(cur)
+        path.append(cur)
+        cur = walk.styles[cur].based_on
+    outline, num = walk.chains.get(cur, (None, None)) if cur is not None and cur not in seen else (None, None)
+    for s in reversed(path):  # from the top of the chain down: a style's own value wins over what it is based on
+        style = walk.styles[s]
+        outline = style.outline if style.outline is not None else outline
+        num = style.num if style.num is not None else num
+        walk.chains[s] = (outline, num)
+    if sid is not None and sid in walk.chains:
+        outline, num = walk.chains[sid]
     walk.resolved[key] = (outline, num, name)
     return walk.resolved[key]
 
@@ -197,6 +407,7 @@ def _text(el: Any, walk: _Walk, out: list[str]) -> None:
         elif tag in _NOTE_REFS:
             note = walk.notes[_NOTE_REFS[tag]].get(child.get(_ID, ""))
             if note:
+                walk.budget.text(len(note))  # a note referred to many times is written as many times
                 walk.note_count += 1
                 out.append(f"[{walk.note_count}]")
                 walk.pending_notes.append(f"[{walk.note_count}] {note}")
@@ -221,7 +432,9 @@ def _hidden(run: Any) -> bool:
 def _paragraph_text(p: Any, walk: _Walk) -> str:
     out: list[str] = []
     _text(p, walk, out)
-    return "".join(out).strip()
+    text = "".join(out).strip()
+    walk.budget.text(len(text))
+    return text
 
 
 def _children(el: Any, tags: tuple[str, ...]) -> Iterator[Any]:
@@ -236,6 +449,37 @@ def _children(el: Any, tags: tuple[str, ...]) -> Iterator[Any]:
             yield from _children(content, tags)
 
 
+def _columns(n: int) -> int:
+    if n > MAX_COLUMNS:
+        raise CorpusError(f"{_TOO_BIG}: a table row of more than {MAX_COLUMNS:,} columns (Word makes at most 63; a "
+                          "generated or hostile file?)")
+    return n
+
+
+def _grid_before(trpr: Any) -> int:
+    """The empty grid columns before a row's first cell (``w:gridBefore``)."""
+    before = trpr.find(_W + "gridBefore") if trpr is not None else None
+    return _columns(_int(before.get(_VAL), 0) or 0 if before is not None else 0)
+
+
+def _span(tcpr: Any) -> tuple[int, bool]:
+    """(grid columns, whether it continues a merged cell) of a table cell, from its properties."""
+    if tcpr is None:
+        return 1, False
+    gs, vm, hm = tcpr.find(_W + "gridSpan"), tcpr.find(_W + "vMerge"), tcpr.find(_W + "hMerge")
+    span = max(1, _int(gs.get(_VAL), 1) or 1) if gs is not None else 1
+    merged = (vm is not None and vm.get(_VAL, "continue") == "continue") or \
+             (hm is not None and hm.get(_VAL, "continue") == "continue")
+    return _columns(span), merged
+
+
+def _add_cell(row: list[str], text: str, span: int) -> None:
+    """A cell's text in the top-left grid cell of its span, the other grid cells it covers left empty."""
+    row.append(text)
+    row.extend([""] * (span - 1))
+    _columns(len(row))
+
+
 def _cell_text(tc: Any, walk: _Walk) -> str:
     parts = []
     for block in _children(tc, _BLOCKS):
@@ -247,39 +491,96 @@ def _cell_text(tc: Any, walk: _Walk) -> str:
 
 
 def _table_rows(tbl: Any, walk: _Walk) -> list[list[str]]:
+    """The rows of a table held whole (one nested in a cell)."""
     rows = []
     for tr in _children(tbl, (_TR,)):
-        trpr = tr.find(_W + "trPr")
-        before = trpr.find(_W + "gridBefore") if trpr is not None else None
-        row = [""] * (_int(before.get(_VAL), 0) or 0 if before is not None else 0)
+        walk.budget.entry()
+        row = [""] * _grid_before(tr.find(_W + "trPr"))
         for tc in _children(tr, (_TC,)):
-            tcpr = tc.find(_W + "tcPr")
-            span, merged = 1, False
-            if tcpr is not None:
-                gs, vm, hm = tcpr.find(_W + "gridSpan"), tcpr.find(_W + "vMerge"), tcpr.find(_W + "hMerge")
-                span = max(1, _int(gs.get(_VAL), 1) or 1) if gs is not None else 1
-                merged = (vm is not None and vm.get(_VAL, "continue") == "continue") or \
-                         (hm is not None and hm.get(_VAL, "continue") == "continue")
-            row.append("" if merged else _cell_text(tc, walk))
-            row.extend([""] * (span - 1))
+            span, merged = _span(tc.find(_W + "tcPr"))
+            _add_cell(row, "" if merged else _cell_text(tc, walk), span)
         rows.append(row)
     return rows
 
 
-def _notes(part: Any, reltype: str, kind: str, parse_xml: Any) -> dict[str, str]:
-    """Note id -> its text, for the footnotes or endnotes part of the document (separators left out)."""
-    for rel in part.rels.values():
-        if rel.reltype == reltype and not rel.is_external:
-            root = parse_xml(rel.target_part.blob)
-            walk = _Walk({}, None, {}, {"footnotes": {}, "endnotes": {}})
-            out = {}
-            for note in root.iterchildren(_W + kind):
-                if note.get(_TYPE) in (None, "normal"):
-                    text = " ".join(t for p in note.iter(_P) if (t := _paragraph_text(p, walk)))
-                    if text:
-                        out[note.get(_ID, "")] = text
-            return out
-    return {}
+def _container(el: Any) -> str | None:
+    """What the children of ``el`` are when the body is read one piece at a time: ``blocks`` (of the body),
+    ``rows`` (of a table in the body), ``cells`` (of such a row), ``content`` (of such a cell), looking through
+    content controls and custom XML; None inside a paragraph or a nested table, which are read whole."""
+    tag = el.tag
+    if tag not in _CONTAINERS:
+        return None
+    if tag == _BODY:
+        return "blocks"
+    parent = el.getparent()
+    if parent is None:
+        return "root"
+    if tag in _WRAPPERS:
+        return _container(parent)
+    if tag == _TBL:
+        return "rows" if _container(parent) == "blocks" else None
+    if tag == _TR:
+        return "cells" if _container(parent) == "rows" else None
+    if tag == _TC:
+        return "content" if _container(parent) == "cells" else None
+    return None
+
+
+def _body(stream: _Stream, walk: _Walk, builder: DocumentBuilder) -> None:
+    """The body of ``word/document.xml`` into ``builder``, read as it is parsed: each paragraph of the body, each
+    paragraph or nested table of a cell of a body table, is read when it ends and then dropped, so the tree never
+    holds more than one of them (and the elements that contain it)."""
+    rows: list[list[str]] = []  # of the body table being read
+    row: list[str] = []
+    before = 0
+    cell: list[str] = []
+    span, merged = 1, False
+    for el in stream:
+        parent = el.getparent()
+        kind = _container(parent) if parent is not None else None
+        if kind is None:
+            continue  # inside a paragraph or nested table: read when that ends
+        tag = el.tag
+        if kind == "blocks":
+            if tag == _P:
+                walk.budget.entry()
+                _paragraph(el, walk, builder, {"paragraph": walk.paragraphs})
+                walk.paragraphs += 1
+            elif tag == _TBL:
+                _table(rows, walk, builder)
+                rows = []
+            if tag in _BLOCKS:
+                for note in walk.pending_notes:
+                    builder.paragraph(note)
+                walk.pending_notes.clear()
+        elif kind == "rows" and tag == _TR:
+            walk.budget.entry()
+            rows.append([""] * before + row)
+            row, before = [], 0
+        elif kind == "cells":
+            if tag == _W + "trPr" and parent.tag == _TR:
+                before = _grid_before(el)
+            elif tag == _TC:
+                _add_cell(row, "" if merged else " ".join(p for p in cell if p), span)
+                cell, span, merged = [], 1, False
+        elif kind == "content":
+            if tag == _W + "tcPr" and parent.tag == _TC:
+                span, merged = _span(el)
+            elif merged:
+                pass  # a cell that continues a merged one: its text is the first cell's
+            elif tag == _P:
+                cell.append(_paragraph_text(el, walk))
+            elif tag == _TBL:  # a nested table, flattened
+                cell.extend(c for r in _table_rows(el, walk) for c in r)
+        stream.drop(el)
+
+
+def _table(rows: list[list[str]], walk: _Walk, builder: DocumentBuilder) -> None:
+    if any(cell for row in rows for cell in row):
+        walk.budget.text(3 * len(rows) * max(len(r) for r in rows))  # the pipes of the padded grid
+        builder.locate({"table": walk.tables})
+        builder.table(rows)
+    walk.tables += 1
 
 
 def _ole_problem(data: bytes) -> str:
@@ -293,36 +594,21 @@ def _ole_problem(data: bytes) -> str:
     return f"{_NOT_DOCX}: an OLE compound file (an old Office format?), not a zip package; save it as .docx"
 
 
-def _open(data: bytes) -> Any:
-    """The python-docx Document of ``data``, or a CorpusError saying why it is not one."""
-    import docx
-    from lxml import etree
-
+def _open(data: bytes) -> zipfile.ZipFile:
+    """The zip package of ``data``, its declared size checked, or a CorpusError saying why it is not one."""
     if data.startswith(_OLE_MAGIC):
         raise CorpusError(_ole_problem(data))
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as z:
-            unpacked = sum(i.file_size for i in z.infolist())
+        z = zipfile.ZipFile(io.BytesIO(data))
+        unpacked = sum(i.file_size for i in z.infolist())
     except (zipfile.BadZipFile, zipfile.LargeZipFile, ValueError, OSError) as e:
         raise CorpusError(f"{_NOT_DOCX}: not a zip package ({e}); a DOCX file is one, check that it opens in "
                           "Word") from None
-    if unpacked > _MAX_UNPACKED_BYTES:
+    if unpacked > MAX_UNPACKED_BYTES:
+        z.close()
         raise CorpusError(f"{_NOT_DOCX}: it unpacks to {unpacked / 2**20:,.0f} MiB, over the "
-                          f"{_MAX_UNPACKED_BYTES >> 20} MiB read from one DOCX file (a zip bomb?)")
-    try:
-        return docx.Document(io.BytesIO(data))
-    except KeyError as e:
-        missing = m.group(1) if (m := re.search(r"'([^']+)'", str(e))) else str(e)
-        raise CorpusError(f"{_NOT_DOCX}: a zip file without {missing} (a Word document's text is in "
-                          "word/document.xml): another kind of zip, or a damaged file") from None
-    except ValueError as e:
-        if "content type" in str(e):
-            ctype = str(e).rsplit(" ", 1)[-1].strip("'")
-            raise CorpusError(f"{_NOT_DOCX}: its main part is {ctype}, not a Word document (an Excel or PowerPoint "
-                              "file renamed .docx? a macro-enabled .docm?); save it as .docx") from None
-        raise CorpusError(f"{_NOT_DOCX}: {e}") from None
-    except (zipfile.BadZipFile, zlib.error, EOFError, etree.XMLSyntaxError) as e:
-        raise CorpusError(f"{_NOT_DOCX}: damaged ({type(e).__name__}: {e}); check that it opens in Word") from None
+                          f"{MAX_UNPACKED_BYTES >> 20} MiB read from one DOCX file (a zip bomb?)")
+    return z
 
 
 class DocxLoader:
@@ -337,49 +623,43 @@ class DocxLoader:
 
     def load(self, data: bytes, doc_id: str, source: str) -> Document:
         try:
+            from docx.opc.constants import CONTENT_TYPE as CT
             from docx.opc.constants import RELATIONSHIP_TYPE as RT
-            from docx.oxml.parser import parse_xml
+            from lxml import etree  # noqa: F401 - what _Stream parses with
         except ImportError:
             raise missing_library("DOCX", "python-docx", "docx") from None
-        document = _open(data)
-        part = document.part
-        styles, default = _read_styles(part.styles.element) if _has_rel(part, RT.STYLES) else ({}, None)
-        formats = _read_numbering(part.numbering_part.element) if _has_rel(part, RT.NUMBERING) else {}
-        walk = _Walk(styles, default, formats, {"footnotes": _notes(part, RT.FOOTNOTES, "footnote", parse_xml),
-                                                "endnotes": _notes(part, RT.ENDNOTES, "endnote", parse_xml)})
-        builder = DocumentBuilder(doc_id, source=source, format=self.name)
-        for block in _children(document.element.body, _BLOCKS):
-            if block.tag == _P:
-                _paragraph(block, walk, builder, {"paragraph": walk.paragraphs})
-                walk.paragraphs += 1
-            else:
-                rows = _table_rows(block, walk)
-                if any(cell for row in rows for cell in row):
-                    builder.locate({"table": walk.tables})
-                    builder.table(rows)
-                walk.tables += 1
-            for note in walk.pending_notes:
-                builder.paragraph(note)
-            walk.pending_notes.clear()
-        if not builder.text.strip():
-            raise CorpusError("no text: the document has no paragraph or table with text in its body (only "
-                              "images, or empty?)")
+        with _open(data) as z:
+            budget = _Budget()
+            package = _rels(z, "", budget)
+            main = next((n for t, n in package if t == RT.OFFICE_DOCUMENT), None)
+            if main is None:
+                raise CorpusError(f"{_NOT_DOCX}: a zip file without a main document (no officeDocument relationship "
+                                  "in _rels/.rels): another kind of zip, or a damaged file")
+            ctype = _content_type(z, main, budget)
+            if ctype != CT.WML_DOCUMENT_MAIN:
+                raise CorpusError(f"{_NOT_DOCX}: its main part is {ctype}, not a Word document (an Excel or "
+                                  "PowerPoint file renamed .docx? a macro-enabled .docm?); save it as .docx")
+            rels = _rels(z, main, budget)
+
+            def part(reltype: str) -> _Stream | None:
+                name = next((n for t, n in rels if t == reltype), None)
+                return _Stream(z, name) if name is not None else None
+
+            styles, default = _read_styles(s, budget) if (s := part(RT.STYLES)) else ({}, None)
+            numbering = _read_numbering(s, budget) if (s := part(RT.NUMBERING)) else _Numbering()
+            notes = {"footnotes": _read_notes(s, "footnote", budget) if (s := part(RT.FOOTNOTES)) else {},
+                     "endnotes": _read_notes(s, "endnote", budget) if (s := part(RT.ENDNOTES)) else {}}
+            walk = _Walk(styles, default, numbering, notes, budget)
+            builder = DocumentBuilder(doc_id, source=source, format=self.name)
+            _body(_Stream(z, main), walk, builder)
+            if not builder.parts:
+                raise CorpusError("no text: the document has no paragraph or table with text in its body (only "
+                                  "images, or empty?)")
+            title = _core_title(z, package, RT.CORE_PROPERTIES, budget)
         stem = doc_id.rsplit("/", 1)[-1].rsplit(".", 1)[0]
         # no title in the core properties: the builder takes the first top-level heading, else the file's stem
-        return builder.build(title=_core_title(part.package, RT.CORE_PROPERTIES), fallback_title=stem,
+        return builder.build(title=title, fallback_title=stem,
                              metadata={"paragraphs": walk.paragraphs, "tables": walk.tables})
-
-
-def _has_rel(part: Any, reltype: str) -> bool:
-    return any(r.reltype == reltype and not r.is_external for r in part.rels.values())
-
-
-def _core_title(package: Any, reltype: str) -> str | None:
-    """The title in the file's core properties; None when it has none (python-docx would make one up)."""
-    if not _has_rel(package, reltype):
-        return None
-    title = package.core_properties.title
-    return title.strip() or None if isinstance(title, str) else None
 
 
 def _paragraph(p: Any, walk: _Walk, builder: DocumentBuilder, where: dict[str, int]) -> None:
@@ -410,7 +690,7 @@ def _paragraph(p: Any, walk: _Walk, builder: DocumentBuilder, where: dict[str, i
     named_depth = int(list_style.group(2) or 1) - 1 if list_style else 0  # "List Bullet 2": one level in
     num = _num_pr(ppr) or num
     if num is not None and num[0] != "0":
-        fmt, start = walk.formats.get(num, ("bullet", 1))
+        fmt, start = walk.formats.get(num) or ("bullet", 1)
         if fmt != "none":
             _item(builder, walk, text, num[0], max(num[1], named_depth), fmt != "bullet", start)
             return
