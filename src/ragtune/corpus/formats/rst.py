@@ -4,8 +4,11 @@
 characters mean different levels in different files). Its id is the first of the section's docutils ids, the one
 derived from its title (``if-statements``), which is the ``<section id>`` Sphinx writes in HTML; a
 ``.. _label:`` target just before a section adds its label (``tut-if``) as an alias. Docutils runs with Sphinx's
-settings for ids (``auto_id_prefix="id"``, no document-title promotion), so duplicate titles get the same
-``id1``, ``id2`` a Sphinx build gives them. A document's title is its first top-level section title.
+settings for ids (``auto_id_prefix="id"``, no document-title promotion), so a section whose title another section
+or a label already has, or whose title has no ASCII letter, gets the ``id1``, ``id2`` a Sphinx build gives it:
+such an id is an alias, and the section is anchored by its label (``#sessions``) or else the slug of its title
+(``#routing-1``), as the builder does for every format (:mod:`.builder`). A document's title is its first
+top-level section title.
 
 **Sphinx and CPython markup.** Plain docutils knows neither Sphinx's directives (``.. function::``,
 ``.. versionadded::``, ``.. code-block::``, ``.. literalinclude::``, ``.. toctree::``, ...) nor its roles
@@ -548,7 +551,7 @@ class RstLoader:
     """A reStructuredText file as a Document: see the module docstring."""
 
     name = "rst"
-    version = "1"
+    version = "2"  # 2: a made-up docutils id (id1) is an alias, never the anchor
     cache = True
 
     def __init__(self, config: RstLoaderConfig | None = None):
