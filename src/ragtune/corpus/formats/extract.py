@@ -24,7 +24,7 @@ from typing import Any
 
 from ...errors import CorpusError
 from ...io import write_atomic
-from ...paths import default_cache_dir, usable_cpus
+from ...paths import default_cache_dir, display_name, usable_cpus
 from ...types import Document, Section
 
 __all__ = ["Job", "extract", "document_to_dict", "document_from_dict", "DEFAULT_TIMEOUT_S"]
@@ -113,12 +113,12 @@ def _run(job: Job) -> tuple[str, Document | None, str | None]:
     try:
         loader = LOADERS.build(job.loader, options=dict(job.options))
         data = read_bytes_file(Path(job.path), max_bytes=job.max_bytes)
-        doc = loader.load(data, job.doc_id, job.path)
+        doc = loader.load(data, job.doc_id, display_name(job.path))
         del data
     except BaseException as e:  # noqa: BLE001 - any parser failure is this file's problem, reported as one line
         if isinstance(e, KeyboardInterrupt):
             raise
-        return job.doc_id, None, _describe(e).removeprefix(f"{job.path}: ")
+        return job.doc_id, None, _describe(e).removeprefix(f"{display_name(job.path)}: ")
     if not doc.text.strip():
         return job.doc_id, None, "no text could be extracted from it (an image-only or empty file?)"
     return job.doc_id, doc, None
@@ -200,13 +200,13 @@ def extract(jobs: Sequence[Job], *, timeout_s: float = DEFAULT_TIMEOUT_S, cache_
         try:
             digest = _digest(job.path, job.max_bytes)
         except CorpusError as e:
-            out[job.doc_id] = (None, str(e).removeprefix(f"{job.path}: "))
+            out[job.doc_id] = (None, str(e).removeprefix(f"{display_name(job.path)}: "))
             continue
         path = _cache_path(root, _key(loader.name, str(getattr(loader, "version", "0")), job.options, digest))
         hit = _read_cache(path)
         if hit is not None:
             try:
-                out[job.doc_id] = (document_from_dict(hit, doc_id=job.doc_id, source=job.path), None)
+                out[job.doc_id] = (document_from_dict(hit, doc_id=job.doc_id, source=display_name(job.path)), None)
                 continue
             except (KeyError, TypeError, ValueError, IndexError):
                 pass  # an entry of another layout: extract again
