@@ -173,7 +173,7 @@ What a view sees.
 Hooks
 -----
 
-Before and after.
+Before and after, unlike :ref:`ctx`.
 """,
 }
 
@@ -185,6 +185,8 @@ def test_rst_references_read_as_the_docs_show_them(tmp_path):
     assert "See Context visibility, the hooks and API reference." in text
     assert "ctx" not in text and "../reference/api" not in text
     assert "See ctx, the hooks and ../reference/api." in corpus["guide/steps.rst"].text  # the index is unchanged
+    hooks = Candidates(corpus, systems=["bm25"]).section("reference/api.rst#hooks").text
+    assert hooks == "Before and after, unlike Context visibility."  # a label of the same file, another section
 
 
 @needs_node
