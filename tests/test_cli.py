@@ -51,6 +51,19 @@ def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("error: golden set")
 
 
+def test_error_lines_never_show_a_password_in_a_url(tmp_path, capsys):
+    """Whoever wrote the message (ragtune, argparse, a library), the error line goes through one redaction."""
+    g = golden_file(tmp_path, [{"id": "q1", "q": "x", "relevant": []}])
+    assert main(["eval", "--corpus", "https://alice:s3cr3tPW@docs.example/manual?token=t0k", "--golden", g]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: corpus path") and "s3cr3tPW" not in err and "t0k" not in err
+    assert "***@docs.example/manual?token=***" in err
+    with pytest.raises(SystemExit):
+        main(["sweep", "--grid", "g.toml", "--out", "o", "--top", "http://alice:s3cr3tPW@h/"])
+    err = capsys.readouterr().err
+    assert "--top" in err and "http://***@h/" in err and "s3cr3tPW" not in err
+
+
 def test_search_and_anchors(md_corpus, capsys):
     assert main(["search", "--corpus", str(md_corpus), "partial refund", "-k", "2", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)

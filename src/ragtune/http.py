@@ -22,7 +22,9 @@ Messages API:
 
 URLs in messages go through :func:`redact_url`: credentials in the userinfo (``user:pass@``) and the values of
 query parameters that look secret (``key``, ``token``, ``api_key``, ``access_token``, ``sig``...) become
-``***``. Header values are never printed.
+``***``. Header values are never printed. Text that may hold URLs ragtune did not put there (a library's
+exception, the line the command line prints for any error) goes through :func:`redact_text`, which does the same
+to every URL in it.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from typing import Any
 
 from .errors import APIError
 
-__all__ = ["APIError", "JSONClient", "redact_url", "redact_urls", "origin_of", "redirect_problem", "DEFAULT_MAX_BYTES"]
+__all__ = ["APIError", "JSONClient", "redact_url", "redact_urls", "redact_text", "origin_of", "redirect_problem", "DEFAULT_MAX_BYTES"]
 
 DEFAULT_MAX_BYTES = 32 * 2 ** 20  # the largest JSON answer read; configurable per client (max_bytes)
 ERROR_BODY_BYTES = 64 * 1024  # how much of an error answer is read (200 characters of it are shown)
@@ -98,6 +100,42 @@ def redact_url(url: Any) -> str:
         return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     except (ValueError, TypeError):  # an unparsable URL: still hide what looks like userinfo
         return re.sub(r"//[^/@?#]*@", "//***@", text)
+
+
+# a URL inside prose: a scheme, one or two slashes (a URL taken for a path comes back as ``https:/host``), then a
+# userinfo that may hold any character but a space or a slash (a password with a quote in it is still caught
+# whole), then everything up to a space, a quote or an angle bracket
+_URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:/{1,2}(?:[^\s/?#]*@)?[^\s'\"<>`]*")
+# a secret-looking query parameter outside a whole URL (``Max retries exceeded with url: /x?token=...``)
+_QUERY_PAIR = re.compile(r"(?<=[?&])([A-Za-z0-9_.%\-]+)=([^&\s#'\"<>`]+)")
+
+
+def redact_text(text: Any) -> str:
+    """``text`` with every URL in it passed through :func:`redact_url`, and the value of every secret-looking query
+    parameter (``?token=...``, ``&api_key=...``) replaced by ``***`` even where the URL's start was cut off.
+
+    For text ragtune does not control before it is shown or stored: a library's exception message (MLflow's
+    ``API request to http://user:pass@host/... failed``), the command line's ``error:`` line. Text without a URL
+    comes back unchanged. Never raises."""
+    s = "" if text is None else str(text)
+    def url(m: re.Match) -> str:
+        whole = m.group(0)
+        core = whole.rstrip(".,;:!?)]}")  # the sentence's punctuation after a URL is kept as it was
+        scheme, _, rest = core.partition(":")
+        if not rest.startswith("//"):  # one slash: redacted as the URL it was, shown as it is
+            return f"{scheme}:" + redact_url(f"{scheme}:/{rest}")[len(scheme) + 2:] + whole[len(core):]
+        return redact_url(core) + whole[len(core):]
+
+    s = _URL_IN_TEXT.sub(url, s)
+
+    def pair(m: re.Match) -> str:
+        name, value = m.group(1), m.group(2).rstrip(".,;:!?)]}")
+        if value in ("", "***") or _PLACEHOLDER.fullmatch(value) or \
+                not _SECRET_NAME.search(urllib.parse.unquote_plus(name)):
+            return m.group(0)
+        return f"{name}=***" + m.group(2)[len(value):]
+
+    return _QUERY_PAIR.sub(pair, s)
 
 
 def _origin_key(url: str) -> tuple[str, str, int | None]:
@@ -411,9 +449,9 @@ class JSONClient:
             reason = getattr(e, "reason", e)
             if isinstance(reason, ValueError) or (isinstance(e, urllib.error.URLError)
                                                   and "unknown url type" in str(reason)):
-                raise APIError(f"{where}: cannot be requested ({reason})") from None
-            return False, f"{type(e).__name__}: {reason}", None
+                raise APIError(f"{where}: cannot be requested ({redact_text(reason)})") from None
+            return False, f"{type(e).__name__}: {redact_text(reason)}", None
         except ValueError as e:  # a malformed URL or header value: no retry helps
-            raise APIError(f"{where}: cannot be requested ({e})") from None
+            raise APIError(f"{where}: cannot be requested ({redact_text(e)})") from None
         finally:
             watch.stop()

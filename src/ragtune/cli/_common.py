@@ -9,7 +9,7 @@ import sys
 import typing
 from typing import Any
 
-from ..http import redact_urls
+from ..http import redact_text, redact_url, redact_urls  # noqa: F401  (redact_*: for the command modules too)
 from ..io import write_json, write_jsonl  # noqa: F401  (re-exported for the command modules)
 from .options import (K, add_chunker_flags, add_output, add_pipeline_flags, command, filters,  # noqa: F401
                        finite_float, float_in, int_in, int_list, load_pipeline, pipeline_config, pipeline_flags)
@@ -34,5 +34,5 @@ class Parser(argparse.ArgumentParser):
     """argparse with one-line errors and a hint."""
 
     def error(self, message: str) -> typing.NoReturn:  # type: ignore[override]
-        print(f"error: {message}\nhint: {self.prog} --help", file=sys.stderr)
+        print(f"error: {redact_text(message)}\nhint: {self.prog} --help", file=sys.stderr)
         raise SystemExit(2)

@@ -40,7 +40,7 @@ import numpy as np
 
 from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, EngineError, MissingDependencyError, RagtuneError
-from ..http import redact_url
+from ..http import redact_text, redact_url
 from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
 
@@ -181,7 +181,7 @@ def connect(uri: str, token: str | None = None):
                 hint = ("another process may hold this Milvus Lite file (one process per file: serve it with "
                         "`milvus-lite server --data-dir D --port P` and use http://127.0.0.1:P)" if uri.endswith(".db")
                         else "check the address, that the server runs, and the token (MILVUS_TOKEN)")
-                raise MilvusError(f"cannot connect to Milvus at {redact_url(uri)}: {e}; {hint}") from None
+                raise MilvusError(f"cannot connect to Milvus at {redact_url(uri)}: {redact_text(e)}; {hint}") from None
             _CLIENTS[key] = client
         return client
 
@@ -434,7 +434,7 @@ def content_name(chunks: Sequence[Chunk], config: Config, embedder_key: str | No
 
 
 def _fail(what: str, name: str, e: Exception) -> MilvusError:
-    return MilvusError(f"Milvus failed to {what} collection {name!r}: {e}")
+    return MilvusError(f"Milvus failed to {what} collection {name!r}: {redact_text(e)}")
 
 
 def drop_collection(client, name: str) -> None:
@@ -534,7 +534,7 @@ class MilvusRetriever:
             try:
                 client.load_collection(collection)  # after a reopen a collection is not searchable until loaded
             except Exception as e:
-                raise MilvusError(f"cannot load Milvus collection {collection!r}: {e}. Was the index built with this "
+                raise MilvusError(f"cannot load Milvus collection {collection!r}: {redact_text(e)}. Was the index built with this "
                                   "milvus_uri? (`ragtune index build --engine milvus --milvus-uri ...`)") from None
 
     # -- pieces ---------------------------------------------------------------------------------------------
@@ -576,7 +576,7 @@ class MilvusRetriever:
         except RagtuneError:
             raise
         except Exception as e:
-            raise MilvusError(f"Milvus {what} on {self.collection!r} failed: {e}") from None
+            raise MilvusError(f"Milvus {what} on {self.collection!r} failed: {redact_text(e)}") from None
 
     def _bm25(self, query: str, n: int, expr: str | None) -> list[Hit]:
         text = self._analyzer(query)
