@@ -26,6 +26,7 @@ BUILTIN = {
     "CurrentMovedError": ValueError,
     "EmptyIndexError": ValueError,
     "APIError": ConnectionError,
+    "TrackingError": ConnectionError,
     "EngineError": RuntimeError,
     "TelemetryError": OSError,
     "TelemetryBusyError": OSError,

@@ -39,6 +39,7 @@ from .errors import (
     SweepStateError,
     TelemetryBusyError,
     TelemetryError,
+    TrackingError,
     UnknownAnchorError,
 )
 from .evaluate import (METRICS, EvalResult, Metric, QuestionResult, Report, Run, compare, evaluate, load_run,
@@ -108,7 +109,8 @@ __all__ = [
     "RecursiveChunker", "RecursiveChunkerConfig", "Report", "RerankedRetriever", "Resources", "Retriever", "Run",
     "Search", "Section", "SectionChunker", "SectionChunkerConfig", "SemanticChunker", "SemanticChunkerConfig",
     "SmallToBigChunker", "SmallToBigChunkerConfig", "StoreError", "StoreLockedError", "StoredIndex", "SweepJob",
-    "SweepResult", "SweepStateError", "TelemetryBusyError", "TelemetryError", "TelemetryLog", "UnknownAnchorError",
+    "SweepResult", "SweepStateError", "TelemetryBusyError", "TelemetryError", "TelemetryLog", "TrackingError",
+    "UnknownAnchorError",
     "VersionInfo", "__version__", "answer_question", "bootstrap_ci", "build_pipeline", "build_prompt",
     "build_reranker", "build_retriever", "build_version", "calibrate_threshold", "candidate_verdict", "check_golden",
     "chunk_corpus", "cluster_gaps", "cohen_kappa", "compare", "compare_candidates", "correct", "create_app", "default_chunker",

@@ -21,6 +21,7 @@ naturally catch::
           +-- StoreLockedError                       another process held the store lock past the timeout
           +-- CurrentMovedError                      CURRENT moved while a refresh, build or migrate ran
      +-- APIError               (ConnectionError)    a remote API failed after retries or answered nonsense
+          +-- TrackingError                          a finished sweep could not be logged to its tracker (MLflow)
      +-- EngineError            (RuntimeError)       an outside search engine (Milvus) refused or failed an operation
      +-- TelemetryError         (OSError)            the telemetry log cannot be opened or written
           +-- TelemetryBusyError                     another connection holds the log's lock too long
@@ -48,6 +49,7 @@ __all__ = [
     "StoreLockedError",
     "CurrentMovedError",
     "APIError",
+    "TrackingError",
     "EngineError",
     "TelemetryError",
     "TelemetryBusyError",
@@ -134,6 +136,14 @@ class APIError(RagtuneError, ConnectionError):
     server answered (401, 404...), None when there was none (timeout, refused redirect, unreadable answer)."""
 
     status: int | None = None
+
+
+class TrackingError(APIError):
+    """A finished sweep could not be logged to its experiment tracker (MLflow refused, or could not be reached in
+    the bounded time): the sweep's results are complete and kept in its folder; log them again later. The command
+    line exits with ``exit_status`` (3), not 2, so a script can tell a failed tracker from a failed sweep."""
+
+    exit_status = 3
 
 
 class EngineError(RagtuneError, RuntimeError):

@@ -23,7 +23,7 @@ import pytest
 import ragtune
 from ragtune import load_corpus, load_golden
 from ragtune.cli import main
-from ragtune.errors import APIError, SweepStateError
+from ragtune.errors import SweepStateError, TrackingError
 from ragtune.sweep import log_to_mlflow, parse_grid, sweep
 from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
 
@@ -195,11 +195,70 @@ def test_an_unreachable_server_and_an_empty_folder_are_clear_errors(swept, tmp_p
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
     out = fresh(swept, tmp_path)
     uri = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    with pytest.raises(APIError, match=f"MLflow at {uri} refused or failed: .*The sweep's results are kept in"):
+    with pytest.raises(TrackingError, match=f"MLflow at {uri} refused or failed: .*The sweep's results are kept in"):
         log_to_mlflow(out, uri=uri)
     assert (out / "results.json").exists() and (out / "report.html").exists()
     with pytest.raises(SweepStateError, match="holds no results.json: run the sweep first"):
         log_to_mlflow(tmp_path / "empty", uri=uri)
+
+
+SECRET = "s3cr3tPW"
+
+
+def everything_under(folder: Path) -> bytes:
+    """Every file below ``folder``, concatenated: what a run left on disk."""
+    return b"".join(p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file())
+
+
+def test_an_unreachable_tracker_fails_in_bounded_time_keeps_the_results_and_prints_no_password(swept, tmp_path):
+    """The whole command in a process of its own, MLflow's retry settings left at ragtune's: it ends (before the
+    fix it retried a refused connection for about four minutes; 120 s here is only a guard against a hang), the
+    sweep's results are complete, the exit status and the one error line say the tracking failed, not the sweep,
+    and the password in the URI appears nowhere: not on stdout, stderr, or in any file written."""
+    pytest.importorskip("mlflow")
+    port = free_port()  # nothing listens there
+    out = fresh(swept, tmp_path)  # the sweep resumes: its configurations are read back, not recomputed
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}
+    env.update(MLFLOW_DISABLE_TELEMETRY="true", RAGTUNE_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.run([sys.executable, "-m", "ragtune", "sweep", "--corpus", str(swept / "c"),
+                           "--golden", str(swept / "g.jsonl"), "--grid", str(swept / "grid.yaml"), "--out", str(out),
+                           "--mlflow", f"http://alice:{SECRET}@127.0.0.1:{port}/"],
+                          capture_output=True, env=env, cwd=tmp_path, timeout=120)
+    stderr = proc.stderr.decode()
+    assert proc.returncode == 3, stderr
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith(
+        f"error: the sweep finished, logging it to MLflow failed: MLflow at http://***@127.0.0.1:{port}/ refused "
+        "or failed: "), stderr
+    assert f"The sweep's results are kept in {out}" in errors[0]
+    results = json.loads((out / "results.json").read_text())
+    assert len(results["configs"]) == CONFIGS and (out / "report.html").is_file()
+    assert f"wrote {out}/results.json".encode() in proc.stdout
+    for where, data in (("stdout", proc.stdout), ("stderr", proc.stderr), ("files", everything_under(tmp_path))):
+        assert SECRET.encode() not in data and b"alice" not in data, where
+
+
+def test_mlflow_is_given_bounded_retries_only_while_ragtune_logs(swept, tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    from mlflow.environment_variables import MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_HTTP_REQUEST_TIMEOUT
+    from mlflow.exceptions import MlflowException
+    from mlflow.tracking import MlflowClient
+
+    from ragtune.sweep import tracking
+
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", raising=False)
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "7")  # the user's own setting wins
+    seen = []
+
+    def spy(self, name):  # what MLflow's HTTP layer would read at this request
+        seen.append((MLFLOW_HTTP_REQUEST_MAX_RETRIES.get(), MLFLOW_HTTP_REQUEST_TIMEOUT.get()))
+        raise MlflowException("down")
+
+    monkeypatch.setattr(MlflowClient, "get_experiment_by_name", spy)
+    with pytest.raises(TrackingError):
+        log_to_mlflow(fresh(swept, tmp_path), uri="http://127.0.0.1:9")
+    assert seen == [(tracking.HTTP_RETRIES, 7)]
+    assert "MLFLOW_HTTP_REQUEST_MAX_RETRIES" not in os.environ and os.environ["MLFLOW_HTTP_REQUEST_TIMEOUT"] == "7"
 
 
 # --- a real tracking server -------------------------------------------------------------------------------------
@@ -274,11 +333,17 @@ def kv(entries: list[dict]) -> dict:
     return {e["key"]: e["value"] for e in entries}
 
 
-def test_a_tracking_server_holds_the_nested_runs_and_a_rerun_duplicates_none(swept, tmp_path, mlflow_server, capsys):
+def test_a_tracking_server_holds_the_nested_runs_and_a_rerun_duplicates_none(swept, tmp_path, mlflow_server, capfd):
     url = mlflow_server
     out = fresh(swept, tmp_path)
-    assert cli(swept, out, "--mlflow", url) == 0
-    parent_id = capsys.readouterr().err.split("mlflow: parent run ")[1].split()[0]
+    # the URI with credentials in it (this server asks for none): logged, and the password shown or kept nowhere
+    with_password = url.replace("http://", f"http://alice:{SECRET}@")
+    assert cli(swept, out, "--mlflow", with_password) == 0
+    captured = capfd.readouterr()  # what reached the terminal, MLflow's own logging included
+    assert SECRET not in captured.out + captured.err and SECRET.encode() not in everything_under(out)
+    assert f"at {url.replace('http://', 'http://***@')}" in captured.err
+    assert list(json.loads((out / "mlflow.json").read_text())["logged"]) == [url.replace("http://", "http://***@")]
+    parent_id = captured.err.split("mlflow: parent run ")[1].split()[0]
     results, state = results_of(out)
 
     exp = rest(url, "/api/2.0/mlflow/experiments/get-by-name", experiment_name="ragtune")["experiment"]
@@ -305,7 +370,7 @@ def test_a_tracking_server_holds_the_nested_runs_and_a_rerun_duplicates_none(swe
     # the same sweep again (it resumes: nothing is recomputed) and the same folder ranked on mrr: no new run
     assert cli(swept, out, "--mlflow", url) == 0
     assert cli(swept, out, "--mlflow", url, "--metric", "mrr") == 0
-    assert f"mlflow: parent run {parent_id} at {url}" in capsys.readouterr().err
+    assert f"mlflow: parent run {parent_id} at {url}" in capfd.readouterr().err
     parents, children = search(url, exp["experiment_id"], "sweep"), search(url, exp["experiment_id"], "config")
     assert [p["info"]["run_id"] for p in parents] == [parent_id] and len(children) == CONFIGS
     assert kv(parents[0]["data"]["tags"])["ragtune.metric"] == "mrr"

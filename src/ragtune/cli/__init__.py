@@ -1,6 +1,8 @@
 """The ``ragtune`` command line: a thin shell over the public API, one module per command group; each handler
 turns flags into a config and calls the library. ``--json`` prints machine-readable output, ``--out FILE`` writes
-it. Exit codes: 0 success, 1 a check failed (golden check, a refused migration), 2 bad input, 130 interrupted."""
+it. Exit codes: 0 success, 1 a check failed (golden check, a refused migration), 2 bad input, 3 the work finished and
+was written but recording it elsewhere failed (``sweep --mlflow``: the tracker), 130 interrupted. Error lines go
+through :func:`ragtune.http.redact_text`: no credential in a URL is printed, whoever wrote the message."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from collections.abc import Sequence
 from .._version import __version__
 from ..errors import RagtuneError
 from . import corpus, eval, export, index, label, reranker, search, serve, sweep
-from ._common import Parser
+from ._common import Parser, redact_text
 from .options import corpus_input
 
 __all__ = ["build_parser", "main"]
@@ -31,8 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.corpus = corpus_input(args)  # with --format/--loader-option, loaded here: commands take a Corpus too
         return int(args.func(args))
     except RagtuneError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+        print(f"error: {redact_text(e)}", file=sys.stderr)
+        return getattr(e, "exit_status", 2)  # 3: TrackingError, the work done and kept, its tracker failed
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -13,7 +13,7 @@ from ..golden import load_golden
 from .options import add_flags, add_ray_flags, kwargs, sweep_executor
 from ..sweep import load_plan, log_to_mlflow, mlflow_uri, sweep
 from .render import render_compare, render_plan
-from ._common import command, int_in
+from ._common import command, int_in, redact_url
 
 
 def cmd_sweep(args) -> int:
@@ -28,7 +28,8 @@ def cmd_sweep(args) -> int:
     result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
-    if uri: print(f"mlflow: parent run {log_to_mlflow(args.out, result=result, uri=uri)} at {uri}", file=sys.stderr)
+    # a tracker that fails raises TrackingError: exit status 3, the sweep's results kept
+    if uri: print(f"mlflow: parent run {log_to_mlflow(args.out, result=result, uri=uri)} at {redact_url(uri)}", file=sys.stderr)
     return 0
 
 

@@ -17,6 +17,13 @@ MLflow names allow no ``@``: ``recall@10`` is logged as ``recall_at_10``. Loggin
 same folder ranked on another metric) updates the runs it logged before instead of adding new ones: the folder's
 ``mlflow.json`` keeps a sweep id, every run carries it as the tag ``ragtune.sweep_id``, and runs are found by it
 and by ``ragtune.config_key``; a run whose content did not change (tag ``ragtune.digest``) is left alone.
+
+A tracking server is given bounded time: each request waits at most :data:`HTTP_TIMEOUT_S` seconds and is retried
+:data:`HTTP_RETRIES` times, 1 s then 2 s apart (MLflow's own default retries a refused connection for about four
+minutes), so a server that cannot be reached fails the logging in seconds, and one that hangs within a minute or
+two; ``MLFLOW_HTTP_REQUEST_TIMEOUT`` and ``MLFLOW_HTTP_REQUEST_MAX_RETRIES``, when set, are used instead. The
+tracking URI is never printed or stored with its credentials: messages, ``mlflow.json`` and MLflow's own exception
+text go through :func:`ragtune.http.redact_text`.
 """
 
 from __future__ import annotations
@@ -37,16 +44,23 @@ from pathlib import Path
 from typing import Any
 
 from .._version import __version__
-from ..errors import APIError, MissingDependencyError, SweepStateError
+from ..errors import MissingDependencyError, SweepStateError, TrackingError
+from ..http import redact_text, redact_url
 from ..io import write_atomic
 from .holdout import folds_text, selection_text
 
-__all__ = ["log_to_mlflow", "mlflow_uri", "mlflow_runs", "metric_name", "DEFAULT_EXPERIMENT"]
+__all__ = ["log_to_mlflow", "mlflow_uri", "mlflow_runs", "metric_name", "DEFAULT_EXPERIMENT", "HTTP_TIMEOUT_S",
+           "HTTP_RETRIES"]
 
 DEFAULT_EXPERIMENT = "ragtune"
 _INSTALL = "pip install 'ragtune[mlflow]'"
 _BAD = re.compile(r"[^\w.\- /:]")  # what MLflow refuses in a metric, param or tag name
 _MAX_TAG = 8000  # MLflow's longest tag value
+HTTP_TIMEOUT_S = 20  # the longest one request to a tracking server waits (connect, and each read)
+HTTP_RETRIES = 2  # retries of a failed request (refused, timed out, 429 or 5xx), 1 s then 2 s apart
+# MLflow reads these at each request; set only while ragtune logs, and only where the user set nothing
+_HTTP_BOUNDS = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(HTTP_TIMEOUT_S), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(HTTP_RETRIES),
+                "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1", "MLFLOW_HTTP_REQUEST_BACKOFF_JITTER": "0"}
 
 
 def metric_name(name: str) -> str:
@@ -246,6 +260,19 @@ def _write_json(path: Path, data: Any) -> None:
     write_atomic(path, json.dumps(data, indent=1) + "\n")
 
 
+@contextlib.contextmanager
+def _bounded_http() -> Iterator[None]:
+    """MLflow's HTTP retries and timeout bounded (:data:`HTTP_TIMEOUT_S`, :data:`HTTP_RETRIES`) for the calls made
+    inside; a variable the user set is left as it is, and everything set here is removed after."""
+    added = {k: v for k, v in _HTTP_BOUNDS.items() if k not in os.environ}
+    os.environ.update(added)
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
 def _search(client: Any, experiment_id: str, sweep_id: str) -> Iterator[Any]:
     token = None
     while True:
@@ -295,8 +322,10 @@ def log_to_mlflow(out_dir: str | os.PathLike[str], *, result: Any = None, uri: s
     in the folder). ``experiment``: the experiment's name (default ``$MLFLOW_EXPERIMENT_NAME``, else
     ``ragtune``), created when missing. Logging the same folder again updates its runs, never duplicates them.
     Raises :class:`~ragtune.MissingDependencyError` without mlflow, :class:`~ragtune.SweepStateError` when the
-    folder holds no results, and :class:`~ragtune.APIError` when the tracking store refuses or cannot be reached
-    (the sweep folder is untouched: log it again later)."""
+    folder holds no results, and :class:`~ragtune.TrackingError` (an :class:`~ragtune.APIError`) when the tracking
+    store refuses or cannot be reached
+    (the sweep folder is untouched: log it again later), within a bounded time (see the module docstring). The URI
+    is redacted (:func:`ragtune.http.redact_url`) in every message and in ``mlflow.json``."""
     out = Path(out_dir)
     client_class = _client_class()
     import mlflow.entities as entities
@@ -317,37 +346,47 @@ def log_to_mlflow(out_dir: str | os.PathLike[str], *, result: Any = None, uri: s
     sweep_id = _sweep_id(out)
     parent, children = _runs(results, state, out, sweep_id)
     try:
-        if local:
-            (out / "mlruns").mkdir(parents=True, exist_ok=True)
-        client = client_class(tracking_uri=uri)
-        exp = client.get_experiment_by_name(name)
-        if exp is None:
-            where = (out / "mlruns" / "artifacts").resolve().as_uri() if local else None
-            experiment_id = client.create_experiment(name, artifact_location=where)
-        else:
-            experiment_id = exp.experiment_id
-        found = list(_search(client, experiment_id, sweep_id))
-        old_parent = next((r for r in found if r.data.tags.get("ragtune.role") == "sweep"), None)
-        old = {r.data.tags.get("ragtune.config_key"): r for r in found if r.data.tags.get("ragtune.role") == "config"}
-        if old_parent is None:
-            parent_id = client.create_run(experiment_id, run_name=parent.name, tags={"ragtune.sweep_id": sweep_id,
-                                                                                   "ragtune.role": "sweep"}).info.run_id
-        else:
-            parent_id = old_parent.info.run_id
-        for run in children:
-            prior = old.get(run.tags["ragtune.config_key"])
-            if prior is not None and prior.data.tags.get("ragtune.digest") == run.digest():
-                continue
-            run_id = prior.info.run_id if prior is not None else client.create_run(
-                experiment_id, run_name=run.name, tags={**run.tags, "mlflow.parentRunId": parent_id}).info.run_id
-            _log(client, entities, run_id, run, prior)
-        if old_parent is None or old_parent.data.tags.get("ragtune.digest") != parent.digest():
-            _log(client, entities, parent_id, parent, old_parent)
+        with _bounded_http():
+            experiment_id, parent_id = _log_runs(client_class, entities, uri, out, local, name, sweep_id, parent,
+                                                 children)
     except MlflowException as e:
-        raise APIError(f"MLflow at {uri} refused or failed: {e}. The sweep's results are kept in {out}: log them "
-                       "again (rerun the same sweep, which resumes without recomputing)") from None
-    _record(out, uri, name, experiment_id, parent_id)
+        raise TrackingError(f"the sweep finished, logging it to MLflow failed: MLflow at {redact_url(uri)} refused "
+                            f"or failed: {redact_text(e)}. The sweep's results are kept in {out}: log them again "
+                            "(rerun the same sweep, which resumes without recomputing)") from None
+    _record(out, redact_url(uri), name, experiment_id, parent_id)
     return parent_id
+
+
+def _log_runs(client_class: Any, entities: Any, uri: str, out: Path, local: bool, name: str, sweep_id: str,
+              parent: _Run, children: list[_Run]) -> tuple[str, str]:
+    """The experiment's id and the parent run's id, once every run is logged (MLflow's exceptions pass through)."""
+    if local:
+        (out / "mlruns").mkdir(parents=True, exist_ok=True)
+    client = client_class(tracking_uri=uri)
+    exp = client.get_experiment_by_name(name)
+    if exp is None:
+        where = (out / "mlruns" / "artifacts").resolve().as_uri() if local else None
+        experiment_id = client.create_experiment(name, artifact_location=where)
+    else:
+        experiment_id = exp.experiment_id
+    found = list(_search(client, experiment_id, sweep_id))
+    old_parent = next((r for r in found if r.data.tags.get("ragtune.role") == "sweep"), None)
+    old = {r.data.tags.get("ragtune.config_key"): r for r in found if r.data.tags.get("ragtune.role") == "config"}
+    if old_parent is None:
+        parent_id = client.create_run(experiment_id, run_name=parent.name, tags={"ragtune.sweep_id": sweep_id,
+                                                                               "ragtune.role": "sweep"}).info.run_id
+    else:
+        parent_id = old_parent.info.run_id
+    for run in children:
+        prior = old.get(run.tags["ragtune.config_key"])
+        if prior is not None and prior.data.tags.get("ragtune.digest") == run.digest():
+            continue
+        run_id = prior.info.run_id if prior is not None else client.create_run(
+            experiment_id, run_name=run.name, tags={**run.tags, "mlflow.parentRunId": parent_id}).info.run_id
+        _log(client, entities, run_id, run, prior)
+    if old_parent is None or old_parent.data.tags.get("ragtune.digest") != parent.digest():
+        _log(client, entities, parent_id, parent, old_parent)
+    return experiment_id, parent_id
 
 
 def _record(out: Path, uri: str, experiment: str, experiment_id: str, parent_id: str) -> None:
@@ -359,6 +398,7 @@ def _record(out: Path, uri: str, experiment: str, experiment_id: str, parent_id:
 
 
 def mlflow_runs(out_dir: str | os.PathLike[str]) -> dict[str, dict[str, str]]:
-    """Where a sweep folder was logged: tracking URI -> experiment, experiment id and parent run id."""
+    """Where a sweep folder was logged: tracking URI (credentials redacted) -> experiment, experiment id and parent
+    run id."""
     path = Path(out_dir) / "mlflow.json"
     return json.loads(path.read_text(encoding="utf-8")).get("logged", {}) if path.is_file() else {}
