@@ -225,7 +225,7 @@ def test_compare_runs_keeps_its_contract(systems):
     assert (c.baseline, c.candidate, c.wins, c.losses, c.broken[:2]) == ("A", "B", 0, 5, ("q000", "q001"))
     assert c.extra["delta_ci"][1] <= 0 and c.extra["changed"] == 5
     assert json.loads(c.to_json())["delta"] == c.delta
-    assert "broken (5" in c.to_text()
+    assert "broken (first hit no longer in the top 10): 5 questions (q000, q001, " in c.to_text()
     # the same names on both sides are fine here (as when a file is compared with itself)
     assert compare_runs(a, a, metric="mrr", names=("A", "A")).p_value == 1.0
 

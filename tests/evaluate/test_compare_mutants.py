@@ -41,15 +41,16 @@ TEXT = (
     'same             0.5000 [0.4000, 0.6000]  +0.0000 [+0.0000, +0.0000]      1        1  0/20/0      0       0       -\n'
     '\n'
     'fixed / broken (first relevant hit entering / leaving the top k):\n'
-    '  good|pipe on mrr (top 10): fixed q1, q2; broken -\n'
-    '  meh on mrr (top 10): fixed -; broken q3\n'
+    '  good|pipe on mrr (top 10): fixed: 2 questions (q1, q2); broken: none\n'
+    '  meh on mrr (top 10): fixed: none; broken: 1 question (q3)\n'
     '\n'
     'not significant:\n'
     '  meh vs base on mrr: -0.0500 is not significant (corrected p = 0.6). With 20 questions the smallest difference detectable at alpha 0.0167 with power 0.8 is about ±0.1900; detecting -0.0500 would take about 196 questions, a 5-point difference about 196. Only 3 question(s) changed: the randomization test cannot give p below 0.25 with so few.\n'
     '  same vs base on mrr: no question changed, so there is nothing to test (p = 1).\n'
     '\n'
     '* significant at alpha 0.05 after holm correction\n'
-    'W/T/L: questions the system wins, ties and loses against the baseline; MDE: minimum detectable effect (power 0.8)'
+    'W/T/L: questions the system wins, ties and loses against the baseline; MDE: minimum detectable effect (power 0.8)\n'
+    "CI: the delta's 90% interval is per comparison, not adjusted for the 3 comparisons as p holm is: it can exclude 0 while p holm is above 0.05 (the interval goes with the raw p)"
 )
 
 MARKDOWN = (
@@ -66,13 +67,15 @@ MARKDOWN = (
     '\n'
     'Fixed / broken (first relevant hit entering / leaving the top k):\n'
     '\n'
-    '- good|pipe on mrr (top 10): fixed q1, q2; broken -\n'
-    '- meh on mrr (top 10): fixed -; broken q3\n'
+    '- good|pipe on mrr (top 10): fixed: 2 questions (q1, q2); broken: none\n'
+    '- meh on mrr (top 10): fixed: none; broken: 1 question (q3)\n'
     '\n'
     'Not significant:\n'
     '\n'
     '- meh vs base on mrr: -0.0500 is not significant (corrected p = 0.6). With 20 questions the smallest difference detectable at alpha 0.0167 with power 0.8 is about ±0.1900; detecting -0.0500 would take about 196 questions, a 5-point difference about 196. Only 3 question(s) changed: the randomization test cannot give p below 0.25 with so few.\n'
     '- same vs base on mrr: no question changed, so there is nothing to test (p = 1).\n'
+    '\n'
+    "_CI: the delta's 90% interval is per comparison, not adjusted for the 3 comparisons as p holm is: it can exclude 0 while p holm is above 0.05 (the interval goes with the raw p)_\n"
 )
 
 HTML = (
@@ -86,8 +89,9 @@ HTML = (
     '<tr class=""><td>meh</td><td>0.4500 [0.3500, 0.5500]</td><td class="neg">-0.0500 [-0.2000, +0.1000]</td><td>0.5</td><td>0.6</td><td>1/17/2</td><td>0</td><td>1</td><td>0.1900</td></tr>\n'
     '<tr class=""><td>same</td><td>0.5000 [0.4000, 0.6000]</td><td>+0.0000 [+0.0000, +0.0000]</td><td>1</td><td>1</td><td>0/20/0</td><td>0</td><td>0</td><td>-</td></tr>\n'
     '</tbody></table>\n'
-    '<h2>Fixed / broken</h2><ul><li>good|pipe on mrr (top 10): fixed q1, q2; broken -</li><li>meh on mrr (top 10): fixed -; broken q3</li></ul>\n'
+    '<h2>Fixed / broken</h2><ul><li>good|pipe on mrr (top 10): fixed: 2 questions (q1, q2); broken: none</li><li>meh on mrr (top 10): fixed: none; broken: 1 question (q3)</li></ul>\n'
     '<h2>Not significant</h2><ul><li>meh vs base on mrr: -0.0500 is not significant (corrected p = 0.6). With 20 questions the smallest difference detectable at alpha 0.0167 with power 0.8 is about ±0.1900; detecting -0.0500 would take about 196 questions, a 5-point difference about 196. Only 3 question(s) changed: the randomization test cannot give p below 0.25 with so few.</li><li>same vs base on mrr: no question changed, so there is nothing to test (p = 1).</li></ul>\n'
+    "<p class=\"sub\">CI: the delta&#x27;s 90% interval is per comparison, not adjusted for the 3 comparisons as p holm is: it can exclude 0 while p holm is above 0.05 (the interval goes with the raw p)</p>\n"
     '</body></html>\n'
 )
 
@@ -183,6 +187,16 @@ def test_write_picks_the_format_from_the_suffix(tmp_path, suffix, render):
     assert path.read_text(encoding="utf-8") == (expected if expected.endswith("\n") else expected + "\n")
 
 
+def test_the_interval_note_appears_only_where_p_is_corrected():
+    """Issue 39 item 15: beside a corrected p the (per-comparison) interval is said to be uncorrected, in every
+    rendering; with no correction, or a single comparison, p and interval agree and nothing is added."""
+    assert report().interval_note().startswith("the delta's 90% interval is per comparison, not adjusted for the 3 ")
+    for rep in (report(correction="none"), report(rows=report().rows[:2])):
+        assert rep.interval_note() is None
+        assert "CI:" not in rep.to_text() and "CI:" not in rep.to_markdown() and "CI:" not in rep.to_html()
+    assert "p bonferroni is: it can exclude 0" in report(correction="bonferroni").to_text()
+
+
 def test_write_refuses_an_unknown_suffix(tmp_path):
     with pytest.raises(ConfigError) as e:
         report().write(tmp_path / "out.txt")
@@ -198,8 +212,8 @@ def test_comparison_renderings():
     assert c.to_text() == (
         "mrr: A 0.5000 -> B 0.4500 (-0.0500, p=0.5, randomization test, 1000 samples, seed 3, n=20)\n"
         "wins 1  ties 17  losses 2\n"
-        "fixed (0, first hit now in the top 10): -\n"
-        "broken (1, first hit no longer in the top 10): q3")
+        "fixed (first hit now in the top 10): none\n"
+        "broken (first hit no longer in the top 10): 1 question (q3)")
     assert c.to_markdown() == (
         "| metric | A | B | delta | p | W/T/L | fixed | broken |\n"
         "|---|---|---|---|---|---|---|---|\n"

@@ -181,6 +181,7 @@ def test_report_reads_right_at_900px(rich, browser):
         delta = cells_.nth(heads.index("Δ")).inner_text()
         assert delta == "" or re.search(r"\[[−+±]\d\.\d\d, [−+±]\d\.\d\d\]$", delta)
     assert "bootstrap intervals" in page.locator("#rule").inner_text()
+    assert page.locator("#interval-note").inner_text() == f"Under Δ: {result.interval_note()}."
     assert f"ties broken by {result.tie_metric}" in page.locator("#rule").inner_text()
     # nothing is significant with ten questions: the line says how many it would take
     assert result.significant == []

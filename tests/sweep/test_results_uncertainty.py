@@ -58,6 +58,25 @@ def test_power_note_names_the_questions_needed_for_the_largest_gain():
     assert "more questions cannot separate them" in SweepResult(GRID, flat, "base").power_note()
 
 
+def test_the_table_and_report_say_the_delta_intervals_are_not_holm_corrected():
+    """Issue 39 item 15: an interval that excludes 0 beside a Holm p above 0.05 is explained where both are shown
+    (the terminal table, the report's legend), and only when p is corrected over more than one comparison."""
+    from ragtune.sweep.report import render_report
+
+    recs = [_record("base", 0.5, 0.6, 1.0), _record("a", 0.6, 0.6, 1.0, _vs(0.105, 0.407, 90)),
+            _record("b", 0.55, 0.6, 1.0, _vs(0.05, 1.0, 200)), _record("c", 0.4, 0.6, 1.0, _vs(-0.1, 1.0, 80))]
+    for r in recs:
+        r["result"]["questions"] = []
+    result = SweepResult(GRID, recs, "base")
+    note = result.interval_note()
+    assert note == ("the delta's 95% interval is per comparison, not adjusted for the 3 comparisons as the "
+                    "Holm-corrected p is: it can exclude 0 while the Holm-corrected p is above 0.05")
+    assert f"vs baseline: delta (Holm-corrected p) wins/ties/losses; {note}" in result.table().splitlines()
+    assert json.dumps(note)[1:-1] in render_report(result) and 'id="interval-note"' in render_report(result)
+    one = SweepResult(GRID, recs[:2], "base")  # a single comparison: Holm changes nothing, no line
+    assert one.interval_note() is None and "per comparison" not in one.table()
+
+
 @pytest.fixture(scope="module")
 def swept(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("sweep")

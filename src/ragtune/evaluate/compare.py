@@ -34,9 +34,11 @@ from .significance import (
     correct,
     detectable_effect,
     format_p,
+    interval_note,
     p_equals,
     paired_test,
     questions_needed,
+    questions_text,
 )
 from .table import parse_metric
 
@@ -265,9 +267,15 @@ class Report:
         out = []
         for r in self.comparisons:
             if r.fixed or r.broken:
-                out.append(f"{r.system} on {r.metric} (top {r.k}): fixed {', '.join(r.fixed) or '-'}; "
-                           f"broken {', '.join(r.broken) or '-'}")
+                out.append(f"{r.system} on {r.metric} (top {r.k}): fixed: {questions_text(r.fixed)}; "
+                           f"broken: {questions_text(r.broken)}")
         return out
+
+    def interval_note(self) -> str | None:
+        """Why a delta's interval can exclude 0 beside a corrected p above alpha (None when nothing is corrected)."""
+        note = interval_note(confidence=self.confidence, comparisons=len(self.comparisons),
+                             correction=self.correction, alpha=self.alpha)
+        return note and note + " (the interval goes with the raw p)"
 
     def to_text(self) -> str:
         """A plain table per metric, for terminals."""
@@ -289,6 +297,8 @@ class Report:
                                                                   else f" after {self.correction} correction"),
                   "W/T/L: questions the system wins, ties and loses against the baseline; MDE: minimum detectable "
                   f"effect (power {self.power:g})"]
+        if self.interval_note():
+            lines.append(f"CI: {self.interval_note()}")
         return "\n".join(lines)
 
     def to_markdown(self) -> str:
@@ -306,6 +316,8 @@ class Report:
         notes = self.notes()
         if notes:
             out += ["", "Not significant:", ""] + [f"- {x}" for x in notes]
+        if self.interval_note():
+            out += ["", f"_CI: {self.interval_note()}_"]
         return "\n".join(out) + "\n"
 
     def to_html(self, *, title: str = "ragtune compare") -> str:
@@ -338,6 +350,8 @@ class Report:
         for heading, items in (("Fixed / broken", self._fixed_broken()), ("Not significant", self.notes())):
             if items:
                 parts.append(f"<h2>{heading}</h2><ul>" + "".join(f"<li>{e(x)}</li>" for x in items) + "</ul>")
+        if self.interval_note():
+            parts.append(f"<p class=\"sub\">CI: {e(self.interval_note() or '')}</p>")
         parts.append("</body></html>\n")
         return "\n".join(parts)
 
@@ -585,8 +599,8 @@ class Comparison:
             f"({self.delta:+.4f}, p{p_equals(self.p_value, tight=True)}, {self.test} test, {self.samples} samples, seed {self.seed}, "
             f"n={self.n})",
             f"wins {self.wins}  ties {self.ties}  losses {self.losses}",
-            f"fixed ({len(self.fixed)}, first hit now in the top {self.k}): {', '.join(self.fixed) or '-'}",
-            f"broken ({len(self.broken)}, first hit no longer in the top {self.k}): {', '.join(self.broken) or '-'}",
+            f"fixed (first hit now in the top {self.k}): {questions_text(self.fixed)}",
+            f"broken (first hit no longer in the top {self.k}): {questions_text(self.broken)}",
         ]
         return "\n".join(lines)
 

@@ -35,6 +35,8 @@ __all__ = [
     "format_p",
     "p_equals",
     "holm",
+    "interval_note",
+    "questions_text",
     "paired_test",
     "questions_needed",
     "randomization_test",
@@ -59,6 +61,27 @@ def p_equals(p: float | None, *, tight: bool = False) -> str:
     text = format_p(p)
     text = text if text.startswith("<") else f"= {text}"
     return text.replace(" ", "") if tight else text
+
+
+def interval_note(*, confidence: float, comparisons: int, correction: str, alpha: float,
+                  p_label: str | None = None) -> str | None:
+    """One sentence for a report that shows a delta's interval beside a corrected p-value: the interval is per
+    comparison (its own ``confidence``, like the raw p), not adjusted for ``comparisons`` as the corrected p is,
+    so the two can disagree. ``None`` when nothing is corrected (one comparison, or ``correction`` none).
+    ``p_label`` names the corrected p as the report shows it (default ``p <correction>``)."""
+    if correction == "none" or comparisons < 2:
+        return None
+    p_label = p_label or f"p {correction}"
+    return (f"the delta's {confidence * 100:g}% interval is per comparison, not adjusted for the {comparisons} "
+            f"comparisons as {p_label} is: it can exclude 0 while {p_label} is above {alpha:g}")
+
+
+def questions_text(ids: Sequence[str]) -> str:
+    """Question ids as a reader takes them in: ``none``, ``1 question (q3)``, ``2 questions (q1, q3)``."""
+    ids = list(ids)
+    if not ids:
+        return "none"
+    return f"{len(ids)} question{'s' if len(ids) != 1 else ''} ({', '.join(ids)})"
 
 
 def check_test(name: str) -> str:

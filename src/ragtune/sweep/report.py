@@ -72,7 +72,7 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     return {"metric": sweep.metric, "ks": list(sweep.grid.ks), "baseline": sweep.baseline_key, "test": sweep.grid.test,
             "seed": sweep.grid.seed, "samples": sweep.grid.samples, "tie": sweep.tie_metric,
             "ranking": sweep.ranking_rule, "confidence": CONFIDENCE, "power_note": sweep.power_note(),
-            "judged_note": sweep.judged_note(), "selection_note": _selection_note(sweep), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
+            "judged_note": sweep.judged_note(), "interval_note": sweep.interval_note(), "selection_note": _selection_note(sweep), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
             "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
                                                           "description")} for r in metric_table()},
             "configs": configs}
@@ -178,7 +178,8 @@ if (D.selection_note) document.getElementById('power').insertAdjacentHTML('befor
 
 // ranked table
 document.getElementById('rule').innerHTML = `# ${esc(D.ranking)}. Small grey figures: ${pct} bootstrap intervals. Δ and p compare with the baseline on ${esc(M)} (paired ${esc(D.test)} test, Holm-corrected); W/T/L = questions won, tied, lost. Latency: end to end per question, query embedding included` +
-  (lat0.questions ? `, median of ${lat0.repeats} timings of ${lat0.questions} questions; hover for stages` : '') + '. Click a column to sort.';
+  (lat0.questions ? `, median of ${lat0.repeats} timings of ${lat0.questions} questions; hover for stages` : '') + '.' +
+  (D.interval_note ? ` <span id="interval-note">Under Δ: ${esc(D.interval_note)}.</span>` : '') + ' Click a column to sort.';
 const metricCol = m => [info(m).label, c => val(c, m), '', m];
 const cols = [['#', c => C.indexOf(c) + 1], ['configuration', c => c.label + (c.unsettled ? ' ~' : ''), 'l'],
   ...D.columns.map(metricCol), ['chunks', c => c.stats.chunks],

@@ -18,7 +18,7 @@ from typing import Any
 
 from ..evaluate.compare import compare
 from ..evaluate.run import Run
-from ..evaluate.significance import bootstrap_ci, p_equals
+from ..evaluate.significance import bootstrap_ci, interval_note, p_equals
 from ..pipeline.config import token_unit
 from ..evaluate.table import find_metric
 from .grid import Grid, GridError
@@ -153,6 +153,12 @@ class SweepResult:
                     break
         return out
 
+    def interval_note(self) -> str | None:
+        """Why a delta's interval (under each row) can exclude 0 beside a Holm-corrected p above alpha: the
+        interval is per comparison, the p corrected over all of them. None with fewer than two comparisons."""
+        return interval_note(confidence=CONFIDENCE, comparisons=sum(1 for r in self.records if r.get("vs_baseline")),
+                             correction="holm", alpha=ALPHA, p_label="the Holm-corrected p")
+
     def judged_note(self) -> str | None:
         """One line on how much of the top 10 was judged, and which configurations the holes could reorder."""
         judged = [self.value(r, "judged@10") for r in self.records]
@@ -264,6 +270,8 @@ class SweepResult:
         if lat:
             lines.append(f"latency: end to end per question, query embedding included; median of {lat['repeats']} "
                          f"timings of {lat['questions']} questions, then p50/p95 across them (stages in results.json)")
+        if self.interval_note():
+            lines.append(f"vs baseline: delta (Holm-corrected p) wins/ties/losses; {self.interval_note()}")
         if self.search is not None:
             from .space import search_text
 
