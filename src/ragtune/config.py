@@ -56,9 +56,13 @@ class Config:
         names = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
         unknown = sorted(set(data) - set(names))
         if unknown:
+            import difflib
+
+            close = difflib.get_close_matches(str(unknown[0]), names, n=1, cutoff=0.6) if len(unknown) == 1 else []
             raise ConfigError(
                 f"{cls.__name__}: unknown option(s) {', '.join(map(repr, unknown))}; "
-                f"valid options: {', '.join(names)}"
+                f"valid options: {', '.join(names) or 'none (it takes no options)'}"
+                f"{f' (did you mean {close[0]!r}?)' if close else ''}"
             )
         data = {k: _coerce(cls.__name__, k, v, hints.get(k)) for k, v in data.items()} if (hints := _hints(cls)) else dict(data)
         try:

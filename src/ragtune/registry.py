@@ -8,8 +8,10 @@ generators, judges) is looked up here by name. An entry is::
 - ``config`` is a frozen dataclass (a :class:`~ragtune.config.Config`): it
   validates itself on construction, lists valid options on a typo, and
   round-trips through ``to_dict``/``from_dict``;
-- ``factory(config, *args, **context)`` builds the component; constructors
-  are cheap, models load on first use.
+- ``factory(config, *args, **context)`` builds the component (an entry that
+  takes a ``:argument`` gets it after the config); constructors are cheap,
+  models load on first use. :meth:`Registry.build` validates the options once,
+  so a misspelt one is a ConfigError listing the valid options.
 
 CLI flags, sweep grid keys, store manifests and the Python API all read the
 registries, so a new retriever is one module that calls
@@ -78,12 +80,18 @@ class Entry:
         """The component keeps an index of its own, saved into and reloaded from a store version."""
         return self.load is not None
 
-    def make_config(self, options: Mapping[str, Any] | None = None) -> Config:
-        """The validated config for ``options`` (unknown options list the valid ones)."""
+    def make_config(self, options: Mapping[str, Any] | Config | None = None) -> Config:
+        """The validated config for ``options`` (unknown options list the valid ones); a config object is
+        checked to be this entry's config class."""
         if self.config is None:
             if options:
                 raise ConfigError(f"{self.stage} {self.name!r} takes no options, got {', '.join(options)}")
             raise ConfigError(f"{self.stage} {self.name!r} has no config class")
+        if isinstance(options, Config):
+            if not isinstance(options, self.config):
+                raise ConfigError(f"{self.stage} {self.name!r} takes a {self.config.__name__}, "
+                                  f"got a {type(options).__name__}")
+            return options
         return self.config.from_dict(dict(options or {}))
 
     @property
@@ -221,12 +229,21 @@ class Registry:
         return self.get(spec).make_config(options)
 
     def build(self, spec: str, *args: Any, options: Mapping[str, Any] | Config | None = None, **context: Any) -> Any:
-        """Build the component: ``factory(config, *args, **context)``, or ``factory(argument, ...)`` for
-        entries without a config class."""
+        """Build the component: ``factory(config, *args, **context)``, with the ``:argument`` after the config
+        (``factory(config, argument, *args, **context)``) for entries that take one.
+
+        ``options`` are validated here, once, by the entry's config class: a misspelt option is a
+        :class:`~ragtune.errors.ConfigError` listing the valid ones, never passed on to be ignored. ``context``
+        is what the caller provides (resources, chunks), not user options. An entry registered without a config
+        class (``factory(argument, *args, **context)``) takes no options: giving any is a ConfigError."""
         entry = self.get(spec)
         if entry.config is None:
+            if options:
+                raise ConfigError(f"{self.stage} {entry.name!r} takes no options, got {', '.join(map(repr, options))}")
             return entry.factory(self.argument(spec), *args, **context)
-        config = options if isinstance(options, Config) else entry.make_config(options)
+        config = entry.make_config(options)
+        if entry.argument != "none":
+            return entry.factory(config, self.argument(spec), *args, **context)
         return entry.factory(config, *args, **context)
 
 

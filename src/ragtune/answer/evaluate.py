@@ -68,7 +68,7 @@ def answer_golden(
     if dry_run:
         return {"estimate": estimate_answer_cost(retriever, golden, generator=generator, judge=judge, k=answer_k,
                                                  filters=filters, price_in=price_in, price_out=price_out)}
-    jdg = make_judge(judge, **({"price_in": price_in, "price_out": price_out} if JUDGES.get(judge).calls_llm else {}))
+    jdg = make_judge(judge, {"price_in": price_in, "price_out": price_out} if JUDGES.get(judge).calls_llm else None)
     return evaluate_answers(retriever, golden, corpus, make_generator(generator), judge=jdg, k=answer_k,
                             gate=ConfidenceGate(gate) if gate is not None else "cv", filters=filters,
                             show_progress=show_progress)

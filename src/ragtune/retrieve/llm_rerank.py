@@ -314,7 +314,7 @@ def estimate_llm_rerank(pipeline: Any, questions: Iterable[Any], *, filters: Any
     return reranker.estimate(shortlists)
 
 
-def _build(config: LLMRerankerConfig, **_: object) -> LLMReranker:
+def _build(config: LLMRerankerConfig) -> LLMReranker:
     return LLMReranker(config)
 
 

@@ -318,13 +318,13 @@ class CrossEncoderConfig(RerankerConfig):
         check_range("CrossEncoderConfig", "threads", self.threads, lo=0, integer=True)
 
 
-def _embedding(config: EmbeddingRerankerConfig, **_: object) -> EmbeddingReranker:
+def _embedding(config: EmbeddingRerankerConfig) -> EmbeddingReranker:
     from ..embed import CachedEmbedder, get_embedder
 
     return EmbeddingReranker(CachedEmbedder(get_embedder(config.model)), mode=config.mode, fuse_k=config.fuse_k)
 
 
-def _cross_encoder(config: CrossEncoderConfig, **_: object) -> CrossEncoderReranker:
+def _cross_encoder(config: CrossEncoderConfig) -> CrossEncoderReranker:
     return CrossEncoderReranker(config.model, max_length=config.max_length, batch_size=config.batch_size,
                                 backend=config.backend, precision=config.precision, threads=config.threads,
                                 mode=config.mode, fuse_k=config.fuse_k)
