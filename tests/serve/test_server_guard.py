@@ -424,6 +424,7 @@ def test_redact():
 
     assert redact("GET https://u:p@h.example:1/x?key=s#f failed") == "GET https://***@h.example:1/x?*** failed"
     assert redact("what is this? no url") == "what is this? no url"
+    assert redact("at 'http://u:it's@h/x' and https:/v:pw@h2") == "at 'http://***@h/x' and https:/***@h2"
 
 
 # --- the OpenAPI schema ---------------------------------------------------------------------------------------

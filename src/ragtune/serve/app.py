@@ -42,7 +42,7 @@ import time
 from typing import Any
 
 from ..errors import APIError, ConfigError, EngineError, MissingDependencyError, RagtuneError, StoreError
-from ..http import redact_urls
+from ..http import redact_text, redact_urls
 from .guard import install_loop_guard, notice
 
 __all__ = ["create_app", "app_from_env", "serving_loader", "PipelineHolder", "check_bind", "check_port",
@@ -337,15 +337,16 @@ def clip_inputs(content: Any, inputs: list[str]) -> Any:
 
 
 def redact(text: str) -> str:
-    """``text`` without the user:password part, the query or the fragment of any URL in it (for the server's log)."""
+    """``text`` without the user:password part (:func:`ragtune.http.redact_text`, the one rule for credentials),
+    and, stricter for the server's log, without the query or the fragment of any URL in it."""
     def one(m: re.Match) -> str:
-        url = re.sub(r"//[^/@\s]*@", "//***@", m.group(0), count=1)
+        url = m.group(0)
         for mark in ("?", "#"):
             if mark in url:
                 url = url.split(mark, 1)[0] + mark + "***"
         return url
 
-    return _URL.sub(one, text)
+    return _URL.sub(one, redact_text(text))
 
 
 async def _send_error(scope, send, status: int, detail: Any, headers: list[tuple[bytes, bytes]] = ()) -> None:
