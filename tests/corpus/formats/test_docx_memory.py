@@ -211,6 +211,32 @@ def test_one_paragraph_of_too_many_elements_is_refused(monkeypatch: pytest.Monke
         load(package("<w:p>" + run * 5_000 + "</w:p>"))
 
 
+def test_attributes_and_bytes_held_count_too(monkeypatch: pytest.MonkeyPatch):
+    import ragtune.corpus.formats.docx as docx_format
+
+    monkeypatch.setattr(docx_format, "MAX_HELD_ELEMENTS", 1_000)
+    attrs = " ".join(f'a{i}="x"' for i in range(50))  # 50 attributes a run: 20 runs are over 1,000
+    with pytest.raises(CorpusError, match=r"more than 1,000 XML elements and attributes"):
+        load(package(f"<w:p>{f'<w:r {attrs}><w:t>a</w:t></w:r>' * 40}</w:p>"))
+    monkeypatch.setattr(docx_format, "MAX_HELD_BYTES", 1 << 20)  # namespace declarations, long texts: bytes held
+    decls = " ".join(f'xmlns:n{i}="urn:n{i}"' for i in range(500))
+    with pytest.raises(CorpusError, match=r"or 1 MiB of XML"):
+        load(package(f"<w:p>{f'<w:r {decls}><w:t>a</w:t></w:r>' * 200}</w:p>"))
+    assert load(package(f"<w:p><w:r {decls}><w:t>a</w:t></w:r></w:p>" * 200)).text.count("a") == 200
+
+
+def test_the_rows_of_a_body_table_are_read_one_at_a_time(monkeypatch: pytest.MonkeyPatch):
+    import ragtune.corpus.formats.docx as docx_format
+
+    monkeypatch.setattr(docx_format, "MAX_HELD_ELEMENTS", 1_000)
+    cell = "<w:tc><w:p><w:r><w:t>c</w:t></w:r></w:p></w:tc>"
+    doc = load(package(f"<w:tbl><w:tblPr/>{f'<w:tr>{cell * 3}</w:tr>' * 2_000}</w:tbl>"))
+    assert doc.text.count("| c | c | c |") == 2_000
+    inner = f"<w:tbl>{f'<w:tr>{cell * 3}</w:tr>' * 200}</w:tbl>"  # a nested table is held whole
+    with pytest.raises(CorpusError, match=r"more than 1,000 XML elements"):
+        load(package(f"<w:tbl><w:tr><w:tc>{inner}</w:tc></w:tr></w:tbl>"))
+
+
 def test_a_part_of_too_many_elements_is_refused(monkeypatch: pytest.MonkeyPatch):
     import ragtune.corpus.formats.docx as docx_format
 

@@ -15,12 +15,12 @@ most about 6 times its unpacked XML plus about 1 KB per paragraph kept (its loca
 most about 100 MB, by :data:`MAX_ENTRIES`), measured over the whole folder load, the worker that parses the file and
 the process that receives the Document (``tests/corpus/formats/test_docx_memory.py``); a parsed tree alone would be
 about 30 times the XML. A file over one of these limits is refused with one line (in a folder: skipped with a
-warning, the rest loads): :data:`MAX_UNPACKED_BYTES` unpacked (declared sizes, checked
-before anything is unpacked), :data:`MAX_PART_ELEMENTS` XML elements in a part, :data:`MAX_HELD_ELEMENTS` in one
-paragraph (or nested table, style, note), :data:`MAX_ENTRIES` paragraphs, table rows, notes, styles, list levels and
-relationships, :data:`MAX_TEXT_CHARS` characters of text, :data:`MAX_COLUMNS` columns in a table row; and the XML
-parser's own limit (no ``huge_tree``): a text node, a tag or a nesting depth over what libxml2 allows by default
-(10,000,000 bytes; 256 levels). No DTD is loaded and no entity resolved.
+warning, the rest loads): :data:`MAX_UNPACKED_BYTES` unpacked (declared sizes, checked before anything is
+unpacked); :data:`MAX_PART_ELEMENTS` XML elements in a part; :data:`MAX_HELD_ELEMENTS` elements and attributes, or
+:data:`MAX_HELD_BYTES` of XML, held at once (one paragraph, nested table, style or note); :data:`MAX_ENTRIES`
+paragraphs, table rows, notes, styles, list levels and relationships; :data:`MAX_TEXT_CHARS` characters of text;
+:data:`MAX_COLUMNS` columns in a table row; and the XML parser's own limits (no ``huge_tree``): a text node or a
+tag over 10,000,000 bytes, a nesting deeper than 256 levels. No DTD is loaded and no entity resolved.
 
 - **Headings**: a paragraph whose style is ``Heading 1`` … ``Heading 9`` (or ``Title``, level 1), or whose outline
   level (``w:outlineLvl`` in the paragraph, else in its style or the styles that style is based on) is 0-8, is a
@@ -97,9 +97,12 @@ MAX_PART_ELEMENTS = 10_000_000
 """The most XML elements read from one part (``word/document.xml``, the styles, ...): about 100 times the 872-page
 DOJ handbook's body. Bounds the time a file takes."""
 MAX_HELD_ELEMENTS = 100_000
-"""The most XML elements held at once: one body paragraph, one paragraph or nested table of a table cell, one
-style, list definition or note (the handbook's whole body is 100,000 elements, its largest paragraph a few
-hundred). About 20 MB of parsed tree at most."""
+"""The most XML elements and attributes held at once: one body paragraph, one paragraph or nested table of a table
+cell, one style, list definition or note, with the elements that contain it (the handbook's whole body is 100,000
+elements, its largest paragraph a few hundred). About 20 MB of parsed tree at most."""
+MAX_HELD_BYTES = 16 << 20
+"""The most XML held at once, in bytes (what the elements held were read from: it bounds their text and namespace
+declarations, about 1 and 20 times their bytes in the tree)."""
 MAX_ENTRIES = 100_000
 """The most body paragraphs, table rows, notes, styles, list definitions and levels, and relationships read from
 one file: 12 times the handbook's 8,152 paragraphs. Each paragraph kept costs about 700 bytes besides its text (its
@@ -205,35 +208,60 @@ def _outline(ppr: Any) -> int | None:
 
 # -- the package: each XML part parsed as a stream --------------------------------------------------------------------
 
+class _Counted:
+    """A part's bytes as the parser reads them, counted."""
+
+    def __init__(self, f: Any):
+        self.f, self.pos = f, 0
+
+    def read(self, n: int = -1) -> bytes:
+        data = self.f.read(n)
+        self.pos += len(data)
+        return data
+
+
 class _Stream:
     """The elements of one XML part of the package, each as it ends, parsed while the part is unpacked.
 
-    The consumer reads an element and then ``drop``s it from the tree; at most :data:`MAX_HELD_ELEMENTS` elements
-    may end between two drops (one paragraph, style or note), and at most :data:`MAX_PART_ELEMENTS` in the part.
-    A missing part, a damaged zip entry, bad XML and XML past the parser's limits are each a one-line CorpusError.
+    The consumer reads the element just yielded and may ``drop`` it from the tree. What the tree holds (every
+    element started and not dropped, the open ones included, with their attributes, and the XML they were read
+    from) is counted as it is parsed, against :data:`MAX_HELD_ELEMENTS` and :data:`MAX_HELD_BYTES`; the part's
+    elements against :data:`MAX_PART_ELEMENTS`. A missing part, a damaged zip entry, bad XML and XML past the
+    parser's limits are each a one-line CorpusError.
     """
 
     def __init__(self, z: zipfile.ZipFile, name: str):
-        self.z, self.name, self.held = z, name, 0
+        self.z, self.name = z, name
+        self.held = 0  # elements and attributes in the tree
+        self._dropped = 0  # bytes read whose elements were dropped
+        self._reader: _Counted | None = None
+        self._mark = (0, 0)  # (held, held bytes) when the element just yielded started
 
     def __iter__(self) -> Iterator[Any]:
         from lxml import etree
 
         try:
             with self.z.open(self.name) as f:
+                self._reader = reader = _Counted(f)
+                marks: list[tuple[int, int]] = []  # (held, held bytes) when each open element started
                 count = 0
-                for _, el in etree.iterparse(f, events=("end",), resolve_entities=False, no_network=True,
-                                             load_dtd=False, huge_tree=False, remove_blank_text=True,
-                                             remove_comments=True, remove_pis=True):
+                for event, el in etree.iterparse(reader, events=("start", "end"), resolve_entities=False,
+                                                 no_network=True, load_dtd=False, huge_tree=False,
+                                                 remove_blank_text=True, remove_comments=True, remove_pis=True):
+                    if event == "end":
+                        self._mark = marks.pop()
+                        yield el
+                        continue
+                    marks.append((self.held, reader.pos - self._dropped))
                     count += 1
-                    self.held += 1
+                    self.held += 1 + len(el.attrib)
                     if count > MAX_PART_ELEMENTS:
                         raise CorpusError(f"{_TOO_BIG}: {self.name} has more than {MAX_PART_ELEMENTS:,} XML "
                                           "elements (a generated or hostile file?); split it into smaller documents")
-                    if self.held > MAX_HELD_ELEMENTS:
+                    if self.held > MAX_HELD_ELEMENTS or reader.pos - self._dropped > MAX_HELD_BYTES:
                         raise CorpusError(f"{_TOO_BIG}: one paragraph or entry of {self.name} has more than "
-                                          f"{MAX_HELD_ELEMENTS:,} XML elements (a generated or hostile file?)")
-                    yield el
+                                          f"{MAX_HELD_ELEMENTS:,} XML elements and attributes, or "
+                                          f"{MAX_HELD_BYTES >> 20} MiB of XML (a generated or hostile file?)")
         except KeyError:
             raise CorpusError(f"{_NOT_DOCX}: a zip file without {self.name} (a Word document's text is in "
                               "word/document.xml): another kind of zip, or a damaged file") from None
@@ -247,12 +275,14 @@ class _Stream:
                               "Word") from None
 
     def drop(self, el: Any) -> None:
-        """Remove ``el``, read, from the tree (with what it holds)."""
+        """Remove ``el``, the element just yielded, from the tree, with all it holds."""
         parent = el.getparent()
         el.clear()
         if parent is not None:
             parent.remove(el)
-        self.held = 0
+        self.held, held_bytes = self._mark
+        if self._reader is not None:
+            self._dropped = self._reader.pos - held_bytes
 
     def entries(self) -> Iterator[Any]:
         """The children of the part's root element, each once it has ended, dropped after it is read."""
