@@ -68,3 +68,35 @@ def test_an_entry_without_a_config_class_refuses_options_instead_of_dropping_the
             GENERATORS.build("bare-test", options={"temperature": 0})
     finally:
         GENERATORS.unregister("bare-test")
+
+
+def test_prefixes_are_typed_embedder_options_of_the_pipeline(tmp_path):
+    from ragtune.pipeline import PipelineConfig
+
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "model.onnx").write_bytes(b"")  # a folder holding model.onnx names an onnx: embedder
+    typed = PipelineConfig(retriever="dense", embedder=str(folder),
+                           embedder_options={"query_prefix": "query: ", "passage_prefix": "passage: "})
+    assert typed.embedder == f"onnx:{folder}"  # the name holds no options
+    assert dict(typed.embedder_options) == {"query_prefix": "query: ", "passage_prefix": "passage: "}
+    assert typed.to_dict()["query_prefix"] == "query: " and typed.to_dict()["embedder"] == f"onnx:{folder}"
+    # the embedder is still known to caches and stores by one name that holds its prefixes
+    assert typed.embedder_id == f"onnx:{folder}|query_prefix=query: |passage_prefix=passage: "
+    # the older spelling, inside the name (old manifests, grids, --embedder), is read into the typed options
+    old = PipelineConfig.from_flags({"retriever": "dense", "embedder": typed.embedder_id})
+    assert old == typed and old.key == typed.key
+    assert PipelineConfig.from_flags({"retriever": "dense", "embedder": str(folder), "query_prefix": "query: ",
+                                      "passage_prefix": "passage: "}) == typed
+    assert PipelineConfig.from_dict(typed.to_dict()) == typed
+    # a prefix equal to the default (none) is the same configuration
+    assert PipelineConfig(retriever="dense", embedder=str(folder), embedder_options={"query_prefix": ""}) == \
+        PipelineConfig(retriever="dense", embedder=str(folder))
+    with pytest.raises(ConfigError, match="embedder 'minilm' takes no query/passage prefixes"):
+        PipelineConfig.from_flags({"retriever": "dense", "query_prefix": "query: "})
+    with pytest.raises(ConfigError, match=r"unknown option 'query_prefx' \(did you mean 'query_prefix'\?\)"):
+        PipelineConfig.from_flags({"retriever": "dense", "embedder": str(folder), "query_prefx": "query: "})
+    with pytest.raises(ConfigError, match=r"embedder option\(s\) 'threads' are not part of a pipeline"):
+        PipelineConfig(retriever="dense", embedder=str(folder), embedder_options={"threads": 2})
+    with pytest.raises(ConfigError, match="query_prefix 'a|b' cannot contain '|'"):
+        PipelineConfig(retriever="dense", embedder=str(folder), embedder_options={"query_prefix": "a|b"})

@@ -86,7 +86,10 @@ def test_cli_prefix_flags(tmp_path, capsys):
     common = ["eval", "--corpus", str(docs), "--golden", str(golden), "--retriever", "dense", "--json"]
     assert main(common + ["--embedder", str(folder), "--query-prefix", "query: ", "--passage-prefix", "passage: "]) == 0
     data = json.loads(capsys.readouterr().out)
-    assert data["config"]["pipeline"]["embedder"] == f"onnx:{folder}|query_prefix=query: |passage_prefix=passage: "
+    # typed options of the pipeline, not part of the embedder's name (the embedder itself is named with them)
+    assert data["config"]["pipeline"]["embedder"] == f"onnx:{folder}"
+    assert (data["config"]["pipeline"]["query_prefix"], data["config"]["pipeline"]["passage_prefix"]) == (
+        "query: ", "passage: ")
     assert data["config"]["retriever"]["embedder"] == "onnx:my-minilm|query_prefix=query: |passage_prefix=passage: "
     assert main(common + ["--query-prefix", "query: "]) == 2  # the default minilm takes none
     assert "takes no query/passage prefixes" in capsys.readouterr().err
@@ -122,6 +125,7 @@ def test_a_hub_id_in_the_local_cache_loads_offline_through_the_cli(tmp_path):
                           "--json"], env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
     data = json.loads(out.stdout)
-    assert data["config"]["pipeline"]["embedder"] == "st:ragtune-tests/tiny-bert|query_prefix=query: "
+    assert data["config"]["pipeline"]["embedder"] == "st:ragtune-tests/tiny-bert"
+    assert data["config"]["pipeline"]["query_prefix"] == "query: "
     assert data["config"]["retriever"]["embedder"] == "st:ragtune-tests/tiny-bert|query_prefix=query: "
     assert data["counts"]["answerable"] == 7 and 0 <= data["metrics"]["recall@5"] <= 1

@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..config import NONE_FLAG, Opt, parse_list, parse_number
-from ..embed import DEFAULT_EMBEDDER
 from ..engines import ENGINES
 from ..errors import ConfigError
 from ..io import write_json
@@ -315,10 +314,9 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
         os.environ["MILVUS_TOKEN"] = args.milvus_token
     # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
-    if getattr(args, "query_prefix", None) is not None or getattr(args, "passage_prefix", None) is not None:
-        from ..embed import with_prefixes  # the prefixes become part of the embedder's name
-
-        flags["embedder"] = with_prefixes(flags.get("embedder") or DEFAULT_EMBEDDER, args.query_prefix, args.passage_prefix)
+    for key in ("query_prefix", "passage_prefix"):  # typed embedder options of the pipeline (EMBEDDER_KEYS)
+        if getattr(args, key, None) is not None:
+            flags[key] = getattr(args, key)
     return flags
 
 

@@ -67,7 +67,7 @@ class Pipeline:
             config = PipelineConfig.from_flags(flags)
         elif flags:
             raise ConfigError("give a PipelineConfig or flag names, not both")
-        return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+        return build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress))
 
     def with_reranker(self, reranker: Reranker | None, candidates: int = 50) -> "Pipeline":
         """A new pipeline over the same index with another reranking stage (no re-chunking, no re-embedding)."""
@@ -143,7 +143,7 @@ def build_pipeline(corpus: Corpus, config: PipelineConfig, *, resources: Resourc
     added, each part asked of ``resources`` (stored, cached or made now). ``version`` names the store version
     the resources hold. :attr:`Pipeline.stats` says what was built and what was reused."""
     config = config.resolved(corpus.kind)
-    resources = (resources or Resources(config.embedder)).for_embedder(config.embedder)
+    resources = (resources or Resources(config.embedder_id)).for_embedder(config.embedder_id)
     chunking = resources.chunking(corpus, config)
     chunks, parents = chunking.chunks, chunking.parents
     if not chunks:

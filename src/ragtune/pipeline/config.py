@@ -15,16 +15,20 @@ from pathlib import Path
 
 from ..config import NONE_FLAG, _hints, config_key
 from ..embed import DEFAULT_EMBEDDER
+from ..embed.spec import PREFIX_OPTIONS, split_prefixes
 from ..errors import ConfigError
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, did_you_mean
 
-__all__ = ["PipelineConfig", "option_owners", "option_types", "ALIASES", "PIPELINE_KEYS", "RERANK_PREFIX",
-           "DEFAULT_RETRIEVER", "token_unit"]
+__all__ = ["PipelineConfig", "option_owners", "option_types", "ALIASES", "PIPELINE_KEYS", "EMBEDDER_KEYS",
+           "RERANK_PREFIX", "DEFAULT_RETRIEVER", "token_unit"]
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
 PIPELINE_KEYS = ("chunker", "prefix", "retriever", "engine", "embedder", "rerank", "candidates", "filter")
 RERANK_PREFIX = "rerank_"
+# the embedder options that are part of a pipeline: they change the vectors (other embedder options, such as
+# threads or batch sizes, change only how fast the same vectors are made)
+EMBEDDER_KEYS = PREFIX_OPTIONS
 DEFAULT_RETRIEVER = "hybrid"  # measured in docs/concepts/defaults.md
 
 
@@ -47,6 +51,24 @@ def _minimal(entry, options: dict[str, Any], fixed: dict[str, Any]) -> dict[str,
         if not same:
             kept[k] = v
     return kept
+
+
+def _embedder_options(name: str, options: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The embedder's canonical name and its non-default prefix options, validated by the entry's typed config;
+    prefixes written after ``|`` in the name (the older spelling) are read into the options."""
+    if not isinstance(name, str):
+        raise ConfigError(f"embedder must be a name, got {name!r}; choose one of: {EMBEDDERS.spell()}")
+    base, piped = split_prefixes(EMBEDDERS.canonical(name))
+    options = {**piped, **options}
+    entry = EMBEDDERS.get(base)
+    other = sorted(set(options) - set(EMBEDDER_KEYS))
+    if other:
+        raise ConfigError(f"embedder option(s) {', '.join(map(repr, other))} are not part of a pipeline; a "
+                          f"pipeline's embedder options are {' and '.join(EMBEDDER_KEYS)}")
+    if options and not set(EMBEDDER_KEYS) <= set(entry.options):
+        raise ConfigError(f"embedder {base!r} takes no query/passage prefixes (minilm was trained without them, "
+                          "e5-small adds its own); prefixes apply to st:<model>, onnx:<folder> and Hugging Face ids")
+    return base, _minimal(entry, options, {}) if options else {}
 
 
 def option_owners(stage: str) -> dict[str, list[str]]:
@@ -87,7 +109,10 @@ class PipelineConfig:
     """The whole retrieval pipeline as one validated, hashable value.
 
     Options are stored as sorted ``(name, value)`` tuples and normalised: an option equal to its
-    default is dropped, so two spellings of one configuration share one :attr:`key`.
+    default is dropped, so two spellings of one configuration share one :attr:`key`. Each stage's options are
+    validated by its registry entry's typed config (a misspelt one lists the valid ones).
+    ``embedder_options`` are the embedder's query and passage prefixes (:data:`EMBEDDER_KEYS`); the older
+    spelling inside the name (``st:MODEL|query_prefix=query: ``) is read into them.
     ``chunker="auto"`` is resolved per corpus by :meth:`resolved` (sections for markdown, whole
     documents otherwise). ``filter`` is a query-time metadata filter (sweeps may vary it; stores refuse it).
     """
@@ -98,6 +123,7 @@ class PipelineConfig:
     retriever: str = DEFAULT_RETRIEVER
     retriever_options: tuple[tuple[str, Any], ...] = ()
     embedder: str = DEFAULT_EMBEDDER
+    embedder_options: tuple[tuple[str, Any], ...] = ()
     rerank: str | None = None
     rerank_options: tuple[tuple[str, Any], ...] = ()
     candidates: int = 50
@@ -115,14 +141,15 @@ class PipelineConfig:
             raise ConfigError(f"filter must be an expression string like 'dir=billing', got {self.filter!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ConfigError(f"candidates must be an integer >= 1, got {self.candidates!r}")
-        for name in ("chunker_options", "retriever_options", "rerank_options"):
+        for name in ("chunker_options", "retriever_options", "rerank_options", "embedder_options"):
             set_(name, _items(getattr(self, name)))
 
         retriever = RETRIEVERS.get(self.retriever)
         chunker = CHUNKERS.get(self.chunker) if self.chunker != "auto" else None
         uses_embedder = retriever.uses_embedder or bool(chunker and chunker.uses_embedder)
-        EMBEDDERS.get(self.embedder)
-        set_("embedder", EMBEDDERS.canonical(self.embedder) if uses_embedder else DEFAULT_EMBEDDER)
+        embedder, eopts = _embedder_options(self.embedder, dict(self.embedder_options))
+        set_("embedder", embedder if uses_embedder else DEFAULT_EMBEDDER)
+        set_("embedder_options", _items(eopts if uses_embedder else {}))
 
         copts = dict(self.chunker_options)
         if chunker is None:
@@ -130,8 +157,8 @@ class PipelineConfig:
                 raise ConfigError(f"chunker 'auto' takes no options (got {', '.join(copts)}); name a chunker, "
                                   f"e.g. chunker=fixed: {CHUNKERS.spell()}")
         else:
-            if "embedder" in chunker.options and self.embedder != DEFAULT_EMBEDDER:
-                copts["embedder"] = self.embedder  # the semantic chunker embeds with the pipeline's model
+            if "embedder" in chunker.options and self.embedder_id != DEFAULT_EMBEDDER:
+                copts["embedder"] = self.embedder_id  # the semantic chunker embeds with the pipeline's model
             kept = _minimal(chunker, copts, {"prefix": bool(self.prefix)})
             if "tokenizer" in copts and retriever.uses_embedder:  # explicit, even "regex": overrides the embedder's
                 kept["tokenizer"] = copts["tokenizer"]
@@ -179,11 +206,19 @@ class PipelineConfig:
     uses_vectors = property(lambda self: RETRIEVERS.get(self.retriever).uses_embedder)
 
     @property
+    def embedder_id(self) -> str:
+        """The embedder with its prefixes as one string (``st:MODEL|query_prefix=query: ``): the name the
+        embedding cache, :class:`~ragtune.pipeline.Resources` and :func:`ragtune.embed.get_embedder` know it by,
+        so vectors made with other prefixes are never mixed. Configs and files keep the options apart."""
+        opts = dict(self.embedder_options)
+        return self.embedder + "".join(f"|{k}={opts[k]}" for k in PREFIX_OPTIONS if opts.get(k))
+
+    @property
     def embedder_spec(self):
         """The embedder as a typed :class:`~ragtune.embed.EmbedderSpec` (kind, model, query/passage prefixes)."""
         from ..embed.spec import EmbedderSpec
 
-        return EmbedderSpec.parse(self.embedder)
+        return EmbedderSpec.parse(self.embedder_id)
 
     def resolved(self, corpus_kind: str) -> "PipelineConfig":
         """``auto`` and an unset prefix replaced by what they mean for this kind of corpus.
@@ -211,7 +246,8 @@ class PipelineConfig:
     @property
     def index_key(self) -> tuple:
         """What the first-stage index depends on (rerankers and filters reuse it)."""
-        return (self.chunker, self.prefix, self.chunker_options, self.retriever, self.retriever_options, self.embedder)
+        return (self.chunker, self.prefix, self.chunker_options, self.retriever, self.retriever_options,
+                self.embedder_id)
 
     # -- flags (CLI, grids, manifests) ----------------------------------------------------------------------------
     @classmethod
@@ -236,6 +272,7 @@ class PipelineConfig:
         f.pop("engine", None)
         rerank = f.pop("rerank", None) or None
         top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
+        eopts = {k: f.pop(k) for k in EMBEDDER_KEYS if k in f}
         if "rerank_model" in f:
             f["rerank_model"] = f.pop("rerank_model")
         c_owners, r_owners = option_owners("chunker"), option_owners("retriever")
@@ -266,12 +303,14 @@ class PipelineConfig:
                         which += f"; name one to set {k}, e.g. chunker=markdown"
                     problems.append(f"{k} does not apply to {mine} (it applies to {which})")
             else:
-                valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in r_types)})
+                valid = sorted({*PIPELINE_KEYS, *EMBEDDER_KEYS, *c_owners, *r_owners,
+                                *(RERANK_PREFIX + t for t in r_types)})
                 problems.append(f"unknown option {k!r}{did_you_mean(k, valid)}; valid: {', '.join(valid)}")
         if problems:
             raise ConfigError("; ".join(problems))
         return cls(chunker=chunker, prefix=top.get("prefix"), chunker_options=_items(copts), retriever=retriever,
-                   retriever_options=_items(ropts), embedder=top.get("embedder", DEFAULT_EMBEDDER), rerank=rerank,
+                   retriever_options=_items(ropts), embedder=top.get("embedder", DEFAULT_EMBEDDER),
+                   embedder_options=_items({k: v for k, v in eopts.items() if v is not None}), rerank=rerank,
                    rerank_options=_items(xopts), candidates=top.get("candidates", 50), filter=top.get("filter") or None)
 
     def to_dict(self) -> dict[str, Any]:
@@ -280,6 +319,7 @@ class PipelineConfig:
                              "retriever": self.retriever, **dict(self.retriever_options)}
         if self.uses_embedder:
             d["embedder"] = self.embedder
+            d.update(self.embedder_options)
         if self.rerank:
             d.update(rerank=self.rerank, **{RERANK_PREFIX + k: v for k, v in self.rerank_options},
                      candidates=self.candidates)
@@ -342,8 +382,8 @@ class PipelineConfig:
             chunk.append("prefix")
         first = [self.retriever, *(f"{k}={value(v)}" for k, v in ordered(RETRIEVERS, self.retriever,
                                                                          self.retriever_options))]
-        if self.uses_embedder and self.embedder != DEFAULT_EMBEDDER:
-            first.append(f"emb={self.embedder}")
+        if self.uses_embedder and self.embedder_id != DEFAULT_EMBEDDER:
+            first.append(f"emb={self.embedder_id}")
         label = "-".join(chunk) + "/" + "-".join(first)
         if self.rerank:
             label += f"+{self.rerank}@{self.candidates}"

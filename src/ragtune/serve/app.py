@@ -112,11 +112,11 @@ def _milvus_pipeline(store, vid: str):
     config = PipelineConfig.from_dict(v.manifest["config"])
     emb = None
     if config.uses_vectors:
-        emb = Resources(config.embedder).embedder()
+        emb = Resources(config.embedder_id).embedder()
         recorded = v.manifest.get("embedding") or {}
         if recorded.get("key") and recorded["key"] != emb.cache_key:
             raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
-                             f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                             f"embedder {config.embedder_id!r} now resolves to {emb.cache_key}: query vectors would not "
                              "match the index. Rebuild or migrate the store.")
     base = MilvusRetriever(connect(engine["uri"]), engine["collection"], config.retriever_config(), embedder=emb,
                            uri=engine["uri"])

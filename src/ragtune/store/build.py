@@ -43,7 +43,7 @@ def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, 
     t0 = time.perf_counter()
     before = store.current_id() if promote else None  # promote compares-and-swaps against what was current
     config = config.resolved(corpus.kind)
-    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
+    resources = Resources(config.embedder_id, show_progress=show_progress, make_embedder=make_embedder)
     if is_milvus(config):
         return _build_milvus(store, corpus, config, resources, promote, t0, before)
     try:
@@ -121,7 +121,7 @@ def refresh_version(store: IndexStore, corpus: Corpus, *, promote: bool = True, 
         parents_by_doc.setdefault(p.doc_id, []).append(p)
 
     config = config.resolved(corpus.kind)
-    resources = Resources(config.embedder, show_progress=show_progress, make_embedder=make_embedder)
+    resources = Resources(config.embedder_id, show_progress=show_progress, make_embedder=make_embedder)
     # only the added and changed documents are chunked: the same chunking a full build asks its resources for
     changed_part = Corpus([d for d in corpus if d.id in redo], kind=corpus.kind, root=corpus.root)
     fresh = resources.chunking(changed_part, config) if redo else None
@@ -193,7 +193,7 @@ def _checked_embedder(v: Any, config: Any, resources: Resources) -> Any:
     recorded = v.manifest.get("embedding") or {}
     if recorded.get("key") and recorded["key"] != emb.cache_key:
         raise StoreError(f"version {v.id} was embedded with {recorded.get('model')} ({recorded['key']}); the "
-                         f"embedder {config.embedder!r} now resolves to {emb.cache_key}: query vectors would not "
+                         f"embedder {config.embedder_id!r} now resolves to {emb.cache_key}: query vectors would not "
                          "match the index. Rebuild or migrate the store.")
     return emb
 
@@ -205,7 +205,7 @@ def load_pipeline(store: IndexStore, version: str | None = None, *, show_progres
     records (or ``milvus_uri``: the same Milvus reached by another address)."""
     v = store.get(version)
     config = PipelineConfig.from_dict(v.manifest["config"])
-    resources = Resources(config.embedder, show_progress=show_progress)
+    resources = Resources(config.embedder_id, show_progress=show_progress)
     stored = StoredIndex(chunking=store.chunks(v.id))
     if is_milvus(config):
         engine = v.manifest.get("engine") or {}
@@ -293,9 +293,10 @@ def migrate(store: IndexStore, embedder: str, golden: GoldenSet, *, max_drop: fl
     config = PipelineConfig.from_dict(blue.manifest["config"])
     if not config.uses_vectors:  # the retriever's registry entry declares whether it searches by embedding
         raise StoreError(_no_embedder_to_migrate(blue.id, config, embedder))
-    target = replace(config, embedder=embedder)  # an unknown embedder name fails here, before anything is built
+    # an unknown embedder name fails here, before anything is built; the new embedder brings its own prefixes
+    target = replace(config, embedder=embedder, embedder_options=())
     if target.key == config.key:
-        raise StoreError(f"{blue.id} already uses the embedder {config.embedder}: nothing to migrate; name another "
+        raise StoreError(f"{blue.id} already uses the embedder {config.embedder_id}: nothing to migrate; name another "
                          "embedder")
     corpus = store.corpus(blue.id)
     green = build_version(store, corpus, target, promote=False, show_progress=show_progress)

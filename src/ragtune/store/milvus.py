@@ -120,6 +120,6 @@ def open_current(store, *, milvus_uri: str | None = None, embedder: Any = None):
         raise StoreError(f"the current version {v.id} of {store.root} is not in Milvus; build one with "
                          "`ragtune index build --engine milvus --milvus-uri URI`")
     config = PipelineConfig.from_dict(v.manifest["config"])
-    emb = Resources(config.embedder).embedder() if embedder is None and config.uses_vectors else embedder
+    emb = Resources(config.embedder_id).embedder() if embedder is None and config.uses_vectors else embedder
     return MilvusRetriever(_client(engine, milvus_uri), engine["alias"], config.retriever_config(), embedder=emb,
                            uri=milvus_uri or engine["uri"])

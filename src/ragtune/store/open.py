@@ -32,7 +32,7 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
 
             corpus = load_corpus(corpus)
         config = PipelineConfig.from_flags({**flags, "candidates": candidates})
-        return build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+        return build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress))
     if corpus is not None:
         raise ConfigError("give corpus or store, not both")
     milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address

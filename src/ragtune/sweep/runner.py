@@ -309,10 +309,10 @@ def run_config(job: SweepJob, spec: PipelineConfig, resources: Resources, *, pos
     corpus, golden, grid = job.corpus, job.golden, job.grid
     label, i = spec.label, position
     progress = progress or SweepProgress(0, False)
-    view = resources.for_embedder(spec.embedder)
+    view = resources.for_embedder(spec.embedder_id)
     query_s = None
     if spec.uses_vectors:
-        memo = f"query_s|{spec.embedder}|{golden_fingerprint(golden)}"
+        memo = f"query_s|{spec.embedder_id}|{golden_fingerprint(golden)}"
         if memo not in resources.memo:
             # every configuration asks the same questions: embed them once, time the model once
             view.embedder().memoize_queries([item.q for item in golden])

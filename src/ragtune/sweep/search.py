@@ -332,11 +332,11 @@ class _Trials:
         wanted = set(ids) - set(known)
         if not wanted:
             return known
-        view = self.resources.for_embedder(spec.embedder)
+        view = self.resources.for_embedder(spec.embedder_id)
         sub = GoldenSet([i for i in self.golden if i.id in wanted], source=self.golden.source,
                         labels=self.golden.labels)
         if spec.uses_vectors:
-            memo = f"queries|{spec.embedder}|{golden_fingerprint(self.golden)}"
+            memo = f"queries|{spec.embedder_id}|{golden_fingerprint(self.golden)}"
             if memo not in self.resources.memo:
                 view.embedder().memoize_queries([item.q for item in self.golden])
                 self.resources.memo[memo] = True

@@ -188,7 +188,7 @@ def mine(corpus: Corpus, golden: GoldenSet | None, options: TrainOptions, *, eva
             asked = {" ".join(i.q.lower().split()) for i in eval_golden}
             pairs = [p for p in pairs if " ".join(p.query.lower().split()) not in asked]
     config = PipelineConfig(retriever=options.retriever)
-    pipeline = build_pipeline(corpus, config, resources=Resources(config.embedder, show_progress=show_progress))
+    pipeline = build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress))
     return mine_groups(pipeline, pairs, negatives=options.negatives, random_negatives=options.random_negatives,
                        depth=options.depth, seed=options.seed, show_progress=show_progress)
 
