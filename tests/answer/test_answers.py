@@ -238,3 +238,37 @@ def test_calibrate_counts_the_generators_refusals_and_eval_breaks_abstentions_do
     alone = json.loads(capsys.readouterr().out)
     assert alone["generator"] is None and alone["generator_refused"] == 0.0
     assert alone["false_abstention"] == alone["gate_refused"]
+
+
+def test_answer_citations_carry_the_source_lines_the_formats_guide_promises(tmp_path, capsys):
+    """Issue 39 item 15: a citation of a markdown or text file says which lines of the file the cited chunk spans
+    (docs/guide/corpus-formats.md: markdown and text point back to "the file's own characters and lines"),
+    counted from the chunk's character span in the file, in the JSON and in the text output; a chunk that
+    carries its own location (a converted format) keeps it."""
+    page = ("---\ntitle: Billing\n---\n# Billing\n\nIntro line.\n\n## Refunds\n\nRefunds are issued within 14 days\n"
+            "of a cancelled order.\n\n## Invoices\n\nInvoices are sent monthly.\n")
+    folder = write_files(tmp_path / "c", {"billing.md": page, "notes.txt": "first line\nsecond line\n\nrefunds "
+                                          "are issued quickly\nby the shop\n"})
+    q = "When are refunds issued for a cancelled order?"
+    assert main(["answer", "--corpus", str(folder), "--retriever", "bm25", "--chunker", "section", q, "--json",
+                 "--no-log"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    cited = [c for c in data["citations"] if c["doc_id"] == "billing.md"]
+    assert cited and cited[0]["anchor"] == "billing.md#refunds"
+    c = cited[0]
+    lines = page.splitlines()
+    first, last = page.count("\n", 0, c["start"]) + 1, page.count("\n", 0, c["end"] - 1) + 1
+    assert lines[first - 1] == "## Refunds" and c["location"] == {"line": first, "line_end": last} == {"line": 8, "line_end": 11}
+    assert main(["answer", "--corpus", str(folder), "--retriever", "bm25", "--chunker", "section", q, "--no-log"]) == 0
+    assert f"billing.md#refunds  (lines 8-11 of billing.md, characters {c['start']}-{c['end']})" in capsys.readouterr().out
+
+    corpus = load_corpus(folder)
+    ans = parse_answer("Quickly [1]. Within 14 days [2].", q, [
+        Chunk(id="t", doc_id="notes.txt", text="refunds are issued quickly", start=24, end=50, embed_text=""),
+        Chunk(id="p", doc_id="billing.md", text="Refunds", start=0, end=7, embed_text="", metadata={"location": {"page": 3}}),
+    ], generator="t").located(corpus)
+    assert [c.location for c in ans.citations] == [{"line": 4}, {"page": 3}]
+    assert ans.to_dict()["citations"][0]["location"] == {"line": 4}
+    unknown = parse_answer("x [1]", q, [Chunk(id="u", doc_id="gone.md", text="x", start=0, end=1, embed_text="")],
+                           generator="t")
+    assert unknown.located(corpus).citations[0].location is None  # a document the corpus lacks: left as it was

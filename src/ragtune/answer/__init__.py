@@ -89,9 +89,10 @@ def make_judge(name: str = "heuristic", options: Mapping[str, Any] | None = None
 
 
 def answer_question(retriever, question: str, generator: Generator, *, k: int = 5, gate: ConfidenceGate | None = None,
-                    filters: Any = None) -> tuple[Answer, Any]:
+                    filters: Any = None, documents: Any = None) -> tuple[Answer, Any]:
     """Retrieve ``k`` chunks and answer from them; below the gate's threshold, answer not_found
-    without generating. Returns (answer, ranking)."""
+    without generating. With ``documents`` (the pipeline's corpus), citations carry where they are in the
+    source file (:meth:`Answer.located`: the lines of a markdown or text file). Returns (answer, ranking)."""
     if not question.strip():
         raise ConfigError("empty question")
     t0 = time.perf_counter()
@@ -101,4 +102,6 @@ def answer_question(retriever, question: str, generator: Generator, *, k: int = 
         return Answer(question, NOT_FOUND, "not_found", (), contexts, generator.name, "gate",
                       latency_s=time.perf_counter() - t0), ranking
     ans = generator.generate(question, contexts)
+    if documents is not None:
+        ans = ans.located(documents)
     return ans, ranking

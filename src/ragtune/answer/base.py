@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..types import Chunk
@@ -72,6 +72,25 @@ class Answer:
     @property
     def invalid_citations(self) -> list[int]:
         return [c.n for c in self.citations if not c.valid]
+
+    def located(self, documents: Any) -> "Answer":
+        """The answer with every valid citation's ``location`` filled in from its source document, for the
+        citations whose chunk carries none: a markdown or text file gives the 1-based ``line`` (and
+        ``line_end``) of the cited span, counted in the file (:meth:`~ragtune.types.Document.location`).
+        ``documents`` is anything indexed by document id (a :class:`~ragtune.corpus.Corpus`); a citation whose
+        document it lacks is left as it was."""
+        out = []
+        for c in self.citations:
+            if c.valid and not c.location and c.doc_id is not None and c.start is not None:
+                try:
+                    doc = documents[c.doc_id]
+                except (KeyError, LookupError):
+                    doc = None
+                where = doc.location(c.start, c.end) if doc is not None else None
+                if where:
+                    c = replace(c, location=where)
+            out.append(c)
+        return replace(self, citations=tuple(out))
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -76,7 +76,9 @@ def render_answer(ans: Any) -> str:
         lines.append(f"\nwarning: citation(s) to contexts that were not given: {ans.invalid_citations}")
     lines.append("\nsources:")
     for c in {c.n: c for c in ans.citations if c.valid}.values():
-        lines.append(f"  [{c.n}] {_shown(c.anchor)}  (characters {c.start}-{c.end} of {_shown(c.doc_id)})")
+        span = f"characters {c.start}-{c.end}"
+        where = f"{_cited(c.location)} of {_shown(c.doc_id)}, {span}" if c.location else f"{span} of {_shown(c.doc_id)}"
+        lines.append(f"  [{c.n}] {_shown(c.anchor)}  ({where})")
     return "\n".join(lines)
 
 
@@ -222,6 +224,13 @@ def render_anchors(rows: Sequence[Mapping[str, Any]]) -> str:
 def _where(loc: Mapping[str, Any]) -> str:
     """``{"line": 4, "line_end": 17}`` -> ``line 4-17``."""
     return ", ".join(f"{k} {v}" + (f"-{loc[k + '_end']}" if k + "_end" in loc else "")
+                     for k, v in loc.items() if not k.endswith("_end"))
+
+
+def _cited(loc: Mapping[str, Any]) -> str:
+    """``{"line": 4, "line_end": 17}`` -> ``lines 4-17`` (a citation's place in its source file)."""
+    return ", ".join(f"{k}s {v}-{loc[k + '_end']}" if k + "_end" in loc and k in ("line", "page", "paragraph", "cell")
+                     else _where({k: v, **({k + "_end": loc[k + "_end"]} if k + "_end" in loc else {})})
                      for k, v in loc.items() if not k.endswith("_end"))
 
 

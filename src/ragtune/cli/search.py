@@ -24,7 +24,8 @@ def cmd_answer(args) -> int:
     generator, flt = make_generator(args.generator), filters(args)
     pipeline = load_pipeline(args)
     ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, filters=flt,
-                                   gate=ConfidenceGate(args.gate) if args.gate is not None else None)
+                                   gate=ConfidenceGate(args.gate) if args.gate is not None else None,
+                                   documents=pipeline.corpus)
     emit(args, ans.to_dict(), render_answer(ans))  # the answer first: the log can never cost it
     log_path = None if args.no_log else (args.log or (os.path.join(args.store, "telemetry.sqlite") if args.store else None))
     if log_path:
