@@ -51,7 +51,7 @@ import posixpath
 import re
 import zipfile
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -83,7 +83,6 @@ _TOC_STYLE_RE = re.compile(r"toc\s*[1-9]\Z")
 _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _BODY = _W + "body"
 _WRAPPERS = (_SDT, _SDT_CONTENT, _CUSTOM_XML)
-_CONTAINERS = {_BODY, *_WRAPPERS, _TBL, _TR, _TC, _W + "document"}
 _CT = "{http://schemas.openxmlformats.org/package/2006/content-types}"
 _RELS = "{http://schemas.openxmlformats.org/package/2006/relationships}"
 _DC_TITLE = "{http://purl.org/dc/elements/1.1/}title"
@@ -230,38 +229,51 @@ class _Stream:
     parser's limits are each a one-line CorpusError.
     """
 
-    def __init__(self, z: zipfile.ZipFile, name: str):
+    def __init__(self, z: zipfile.ZipFile, name: str, kind: Callable[[str, str], str | None] | None = None):
         self.z, self.name = z, name
+        self.kind = kind or _entry_kind  # what an element's children are, from its tag and what it is
         self.held = 0  # elements and attributes in the tree
         self._dropped = 0  # bytes read whose elements were dropped
         self._reader: _Counted | None = None
-        self._mark = (0, 0)  # (held, held bytes) when the element just yielded started
+        self._mark: tuple[int, int, str | None, str | None] = (0, 0, None, None)  # of the element just yielded
 
-    def __iter__(self) -> Iterator[Any]:
+    def ends(self) -> Iterator[tuple[Any, str]]:
+        """Each element whose parent's children are of some kind, as it ends, with that kind (``document`` for
+        the root; ``kind(tag, kind of the parent)`` says what an element's children are, None for what is read
+        whole with the element)."""
         from lxml import etree
 
+        kind = self.kind
         try:
             with self.z.open(self.name) as f:
                 self._reader = reader = _Counted(f)
-                marks: list[tuple[int, int]] = []  # (held, held bytes) when each open element started
-                count = 0
+                # (held, held bytes) when each open element started, what its children are, what it is
+                marks: list[tuple[int, int, str | None, str | None]] = [(0, 0, "document", None)]
+                push, pop = marks.append, marks.pop
+                count, held, dropped = 0, self.held, self._dropped
+                max_count, max_held, max_bytes = MAX_PART_ELEMENTS, MAX_HELD_ELEMENTS, MAX_HELD_BYTES
                 for event, el in etree.iterparse(reader, events=("start", "end"), resolve_entities=False,
                                                  no_network=True, load_dtd=False, huge_tree=False,
                                                  remove_blank_text=True, remove_comments=True, remove_pis=True):
                     if event == "end":
-                        self._mark = marks.pop()
-                        yield el
+                        mark = pop()
+                        if mark[3] is not None:
+                            self._mark, self.held = mark, held
+                            yield el, mark[3]
+                            held, dropped = self.held, self._dropped  # (as drop left them)
                         continue
-                    marks.append((self.held, reader.pos - self._dropped))
+                    parent = marks[-1][2]
+                    held_bytes = reader.pos - dropped
+                    push((held, held_bytes, None if parent is None else kind(el.tag, parent), parent))
                     count += 1
-                    self.held += 1 + len(el.attrib)
-                    if count > MAX_PART_ELEMENTS:
-                        raise CorpusError(f"{_TOO_BIG}: {self.name} has more than {MAX_PART_ELEMENTS:,} XML "
+                    held += 1 + len(el.attrib)
+                    if count > max_count:
+                        raise CorpusError(f"{_TOO_BIG}: {self.name} has more than {max_count:,} XML "
                                           "elements (a generated or hostile file?); split it into smaller documents")
-                    if self.held > MAX_HELD_ELEMENTS or reader.pos - self._dropped > MAX_HELD_BYTES:
+                    if held > max_held or held_bytes > max_bytes:
                         raise CorpusError(f"{_TOO_BIG}: one paragraph or entry of {self.name} has more than "
-                                          f"{MAX_HELD_ELEMENTS:,} XML elements and attributes, or "
-                                          f"{MAX_HELD_BYTES >> 20} MiB of XML (a generated or hostile file?)")
+                                          f"{max_held:,} XML elements and attributes, or {max_bytes >> 20} MiB of "
+                                          "XML (a generated or hostile file?)")
         except KeyError:
             raise CorpusError(f"{_NOT_DOCX}: a zip file without {self.name} (a Word document's text is in "
                               "word/document.xml): another kind of zip, or a damaged file") from None
@@ -280,17 +292,20 @@ class _Stream:
         el.clear()
         if parent is not None:
             parent.remove(el)
-        self.held, held_bytes = self._mark
+        self.held, held_bytes = self._mark[:2]
         if self._reader is not None:
             self._dropped = self._reader.pos - held_bytes
 
     def entries(self) -> Iterator[Any]:
         """The children of the part's root element, each once it has ended, dropped after it is read."""
-        for el in self:
-            parent = el.getparent()
-            if parent is not None and parent.getparent() is None:
+        for el, parent in self.ends():
+            if parent == "root":
                 yield el
                 self.drop(el)
+
+
+def _entry_kind(tag: str, parent: str) -> str | None:
+    return "root" if parent == "document" else None  # below the root's children: read whole with the child
 
 
 def _content_type(z: zipfile.ZipFile, name: str, budget: _Budget) -> str:
@@ -533,27 +548,19 @@ def _table_rows(tbl: Any, walk: _Walk) -> list[list[str]]:
     return rows
 
 
-def _container(el: Any) -> str | None:
-    """What the children of ``el`` are when the body is read one piece at a time: ``blocks`` (of the body),
-    ``rows`` (of a table in the body), ``cells`` (of such a row), ``content`` (of such a cell), looking through
-    content controls and custom XML; None inside a paragraph or a nested table, which are read whole."""
-    tag = el.tag
-    if tag not in _CONTAINERS:
-        return None
-    if tag == _BODY:
-        return "blocks"
-    parent = el.getparent()
-    if parent is None:
+_CONTAINER_OF = {(_BODY, "root"): "blocks", (_TBL, "blocks"): "rows", (_TR, "rows"): "cells", (_TC, "cells"): "content"}
+
+
+def _body_kind(tag: str, parent: str) -> str | None:
+    """What the children of an element of ``word/document.xml`` are, when the body is read one piece at a time:
+    ``blocks`` (of the body), ``rows`` (of a table in the body), ``cells`` (of such a row), ``content`` (of such a
+    cell), looking through content controls and custom XML; None inside a paragraph or a nested table, which are
+    read whole. ``parent`` is what its parent's children are."""
+    if parent == "document":
         return "root"
     if tag in _WRAPPERS:
-        return _container(parent)
-    if tag == _TBL:
-        return "rows" if _container(parent) == "blocks" else None
-    if tag == _TR:
-        return "cells" if _container(parent) == "rows" else None
-    if tag == _TC:
-        return "content" if _container(parent) == "cells" else None
-    return None
+        return parent if parent in ("blocks", "rows", "cells", "content") else None
+    return _CONTAINER_OF.get((tag, parent))
 
 
 def _body(stream: _Stream, walk: _Walk, builder: DocumentBuilder) -> None:
@@ -565,11 +572,7 @@ def _body(stream: _Stream, walk: _Walk, builder: DocumentBuilder) -> None:
     before = 0
     cell: list[str] = []
     span, merged = 1, False
-    for el in stream:
-        parent = el.getparent()
-        kind = _container(parent) if parent is not None else None
-        if kind is None:
-            continue  # inside a paragraph or nested table: read when that ends
+    for el, kind in stream.ends():  # (not inside a paragraph or nested table: read whole when that ends)
         tag = el.tag
         if kind == "blocks":
             if tag == _P:
@@ -588,13 +591,13 @@ def _body(stream: _Stream, walk: _Walk, builder: DocumentBuilder) -> None:
             rows.append([""] * before + row)
             row, before = [], 0
         elif kind == "cells":
-            if tag == _W + "trPr" and parent.tag == _TR:
+            if tag == _W + "trPr" and el.getparent().tag == _TR:
                 before = _grid_before(el)
             elif tag == _TC:
                 _add_cell(row, "" if merged else " ".join(p for p in cell if p), span)
                 cell, span, merged = [], 1, False
         elif kind == "content":
-            if tag == _W + "tcPr" and parent.tag == _TC:
+            if tag == _W + "tcPr" and el.getparent().tag == _TC:
                 span, merged = _span(el)
             elif merged:
                 pass  # a cell that continues a merged one: its text is the first cell's
@@ -681,7 +684,7 @@ class DocxLoader:
                      "endnotes": _read_notes(s, "endnote", budget) if (s := part(RT.ENDNOTES)) else {}}
             walk = _Walk(styles, default, numbering, notes, budget)
             builder = DocumentBuilder(doc_id, source=source, format=self.name)
-            _body(_Stream(z, main), walk, builder)
+            _body(_Stream(z, main, _body_kind), walk, builder)
             if not builder.parts:
                 raise CorpusError("no text: the document has no paragraph or table with text in its body (only "
                                   "images, or empty?)")
