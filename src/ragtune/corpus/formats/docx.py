@@ -278,6 +278,9 @@ class _Stream:
             raise CorpusError(f"{_NOT_DOCX}: a zip file without {self.name} (a Word document's text is in "
                               "word/document.xml): another kind of zip, or a damaged file") from None
         except etree.XMLSyntaxError as e:
+            if "amplification" in str(e):
+                raise CorpusError(f"{_TOO_BIG}: {self.name} declares entities that would expand past what the XML "
+                                  "parser allows (a billion-laughs file?)") from None
             if "XML_PARSE_HUGE" in str(e):
                 raise CorpusError(f"{_TOO_BIG}: {self.name} holds a text, a tag or a nesting larger than the XML "
                                   f"parser reads ({str(e).split(',')[0]}; a hostile file?)") from None
