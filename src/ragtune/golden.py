@@ -47,10 +47,11 @@ from .corpus.corpus import Corpus
 from .corpus.loaders import is_beir_folder, iter_jsonl, read_text_file
 from .safe_yaml import safe_yaml_load
 from .errors import CorpusError, CorpusNotFoundError, GoldenSetError
+from .io import InputFormat, Sample, describe_formats, sniff_format, write_text
 from .types import Document, Section
 
 __all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden",
-           "parse_item"]
+           "parse_item", "GRADE_RULE", "grade_rule", "items_from_grades", "JUDGMENT_FORMATS", "read_judgments"]
 
 _FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
 _JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool")
@@ -231,9 +232,8 @@ class GoldenSet:
         return dict(sorted(Counter(t for i in self.items for t in i.tags).items()))
 
     def to_jsonl(self, path: str | os.PathLike[str]) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            for item in self.items:
-                f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+        """Write the set as golden JSONL, atomically."""
+        write_golden_jsonl(self, Path(path))
 
 
 def _parse_item(obj: Any, where: str) -> GoldenItem:
@@ -394,9 +394,9 @@ def _load_yaml(path: Path) -> GoldenSet:
 
 
 def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
-    """Queries with at least one positive judgement in ``qrels/<split>.tsv`` (grades of 0 or less are kept as
-    judged not relevant, ``GoldenItem.judged``, as trec_eval counts them judged); when the folder holds a
-    ``labels.jsonl`` whose entries say ``"answerable": false``, those queries join as unanswerable."""
+    """Queries with at least one positive judgement in ``qrels/<split>.tsv``, graded by :func:`GRADE_RULE` (grades of
+    0 or less are kept as judged not relevant, ``GoldenItem.judged``, as trec_eval counts them judged); when the
+    folder holds a ``labels.jsonl`` whose entries say ``"answerable": false``, those queries join as unanswerable."""
     base = Path(root)
     qrels_path = base / "qrels" / f"{split}.tsv"
     if not qrels_path.is_file():
@@ -416,8 +416,7 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
                                  "give every query its own _id")
         queries[qid] = obj["text"]
         lines[qid] = lineno
-    rel: dict[str, dict[str, float]] = {}
-    zero: dict[str, dict[str, float]] = {}  # judged, not relevant
+    grades: dict[str, dict[str, float]] = {}
     reader = csv.reader(io.StringIO(read_text_file(qrels_path)), delimiter="\t")
     for lineno, row in enumerate(reader, start=1):
         if not row or (lineno == 1 and row[0] == "query-id"):
@@ -425,23 +424,12 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
         if len(row) != 3:
             raise GoldenSetError(f"{qrels_path}:{lineno}: expected 3 tab-separated columns (query-id, corpus-id, score), got {len(row)}")
         qid, did, score = row
-        try:
-            grade = float(score)
-        except ValueError:
-            grade = math.nan
-        if not math.isfinite(grade):
-            raise GoldenSetError(f"{qrels_path}:{lineno}: query {qid!r}: score {score!r} is not a finite number; "
-                                 "use an integer grade (0 for not relevant, 1 or more for relevant)")
-        if grade > 0:
-            rel.setdefault(qid, {})[did] = grade
-        else:  # judged, not relevant (a negative grade, as some qrels write it, too)
-            zero.setdefault(qid, {})[did] = 0.0
-    missing = [q for q in rel if q not in queries]
+        grades.setdefault(qid, {})[did] = _qrels_grade(score, f"{qrels_path}:{lineno}: query {qid!r}: score")
+    items = items_from_grades(grades, queries)
+    rel = {i.id for i in items}
+    missing = [i.id for i in items if i.id not in queries]
     if missing:
         raise GoldenSetError(f"{qrels_path}: {len(missing)} query id(s) not in queries.jsonl, e.g. {missing[0]!r}")
-    items = [GoldenItem(id=qid, q=queries[qid], relevant=grades,
-                        judged={d: g for d, g in zero.get(qid, {}).items() if d not in grades})
-             for qid, grades in rel.items()]
     labels = base / "labels.jsonl"
     if labels.is_file():  # e.g. SQuAD 2.0: questions marked "answerable": false become unanswerable items
         for lineno, obj in iter_jsonl(labels):
@@ -451,11 +439,195 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
     return GoldenSet(items, source=f"{base} ({split})", locations=[f"{qpath}:{lines[i.id]}" for i in items])
 
 
+# -- judgments in every format: one grade rule, one row per format ---------------------------------------------------
+
+def grade_rule(grade: float) -> tuple[bool, float]:
+    """The one rule every reader of judgments applies to a grade: ``(True, grade)`` for a grade above 0 (relevant,
+    with that grade); ``(False, 0.0)`` for 0 or less (judged not relevant: kept in ``GoldenItem.judged``, as trec_eval
+    counts it judged, so ``judged@k`` is the same whichever file the judgments came from)."""
+    return (True, float(grade)) if grade > 0 else (False, 0.0)
+
+
+GRADE_RULE = grade_rule
+
+
+def items_from_grades(grades: Mapping[str, Mapping[str, float]],
+                      questions: Mapping[str, str] | None = None) -> list[GoldenItem]:
+    """Golden items from ``{question id: {anchor: grade}}`` by :func:`GRADE_RULE`, in the order given; the question
+    text from ``questions`` (empty without). A question with no relevant anchor is left out, as trec_eval leaves out
+    a query without a relevant document: qrels cannot tell an unanswerable question from an unfinished one."""
+    texts = questions or {}
+    items = []
+    for qid, docs in grades.items():
+        relevant: dict[str, float] = {}
+        judged: dict[str, float] = {}
+        for doc, g in docs.items():
+            is_relevant, value = GRADE_RULE(g)
+            (relevant if is_relevant else judged)[str(doc)] = value
+        if relevant:
+            items.append(GoldenItem(str(qid), texts.get(str(qid), ""), relevant, judged=judged))
+    return items
+
+
+def _qrels_grade(text: Any, where: str) -> float:
+    try:
+        g = float(text)
+    except (TypeError, ValueError):
+        g = math.nan
+    if isinstance(text, bool) or not math.isfinite(g):
+        raise GoldenSetError(f"{where} {text!r} is not a finite number; use an integer grade (0 for not relevant, "
+                             "1 or more for relevant)")
+    return g
+
+
+def read_trec_qrels(path: str | os.PathLike[str]) -> GoldenSet:
+    """TREC qrels (``qid iteration docid grade``), graded by :func:`GRADE_RULE`; a document judged twice for one
+    question is an error. Qrels carry no question text: such a golden set scores run files, not retrievers."""
+    p = Path(path)
+    if not p.is_file():
+        raise CorpusNotFoundError(f"{p}: no such qrels file")
+    grades: dict[str, dict[str, float]] = {}
+    for n, line in enumerate(read_text_file(p).splitlines(), start=1):
+        parts = line.split()
+        if not parts:
+            continue
+        if len(parts) != 4:
+            raise GoldenSetError(f"{p}:{n}: expected 4 columns `qid iteration docid grade`, got {len(parts)}; "
+                                 "is this a TREC qrels file?")
+        qid, _, doc, grade = parts
+        g = _qrels_grade(grade, f"{p}:{n}: grade")
+        if doc in grades.setdefault(qid, {}):
+            raise GoldenSetError(f"{p}:{n}: question {qid!r} judges {doc!r} twice")
+        grades[qid][doc] = g
+    if not grades:
+        raise GoldenSetError(f"{p}: the qrels file is empty")
+    return GoldenSet(items_from_grades(grades), source=str(p))
+
+
+def judgments_from_ranx(data: Any, source: str, questions: Mapping[str, str] | None = None) -> GoldenSet:
+    """ranx qrels ``{question id: {doc id: grade}}`` (a ``ranx.Qrels.to_dict()`` or its JSON file) graded by
+    :func:`GRADE_RULE`."""
+    if not isinstance(data, Mapping) or not all(isinstance(v, Mapping) for v in data.values()):
+        raise GoldenSetError(f"{source}: ranx qrels are an object {{question id: {{doc id: grade}}}}")
+    grades = {str(q): {str(d): _qrels_grade(g, f"{source}: question {q!r}, doc {d!r}: grade") for d, g in docs.items()}
+              for q, docs in data.items()}
+    return GoldenSet(items_from_grades(grades, questions), source=source)
+
+
+def _judged_rows(golden: GoldenSet) -> list[tuple[str, str, float]]:
+    """(question id, anchor, grade) for every judgment of the answerable questions: the relevant anchors, then
+    those judged not relevant (grade 0), which a qrels file keeps so ``judged@k`` survives the round trip."""
+    return [(i.id, a, g) for i in golden if i.answerable for a, g in (*i.relevant.items(),
+                                                                      *((z, 0.0) for z in i.not_relevant))]
+
+
+def write_trec_qrels(golden: GoldenSet, path: Path) -> int:
+    """TREC qrels for the answerable questions, judged-not-relevant anchors as grade 0; returns the lines."""
+    rows = _judged_rows(golden)
+    write_text(path, "".join(f"{q} 0 {a} {_grade_text(g)}\n" for q, a, g in rows))
+    return len(rows)
+
+
+def ranx_qrels(golden: GoldenSet) -> dict[str, dict[str, int]]:
+    """``{qid: {anchor: grade}}`` for the answerable questions, judged-not-relevant anchors as 0, grades rounded
+    to integers (what ``ranx.Qrels.from_dict`` takes)."""
+    out: dict[str, dict[str, int]] = {}
+    for q, a, g in _judged_rows(golden):
+        out.setdefault(q, {})[a] = int(round(g))
+    return out
+
+
+def write_ranx_qrels(golden: GoldenSet, path: Path) -> int:
+    qrels = ranx_qrels(golden)
+    write_text(path, json.dumps(qrels, ensure_ascii=False, indent=1) + "\n")
+    return sum(map(len, qrels.values()))
+
+
+def write_beir_golden(golden: GoldenSet, folder: Path, *, split: str = "test") -> Path:
+    """A BEIR golden set: ``queries.jsonl`` and ``qrels/<split>.tsv`` (anchors as corpus ids, judged-not-relevant
+    anchors as score 0)."""
+    root = Path(folder)
+    write_text(root / "queries.jsonl", "".join(json.dumps({"_id": i.id, "text": i.q}, ensure_ascii=False) + "\n"
+                                               for i in golden))
+    write_text(root / "qrels" / f"{split}.tsv", "query-id\tcorpus-id\tscore\n" +
+               "".join(f"{q}\t{a}\t{_grade_text(g)}\n" for q, a, g in _judged_rows(golden)))
+    return root
+
+
+def write_golden_jsonl(golden: GoldenSet, path: Path) -> int:
+    write_text(path, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in golden))
+    return len(golden)
+
+
+def write_golden_yaml(golden: GoldenSet, path: Path) -> int:
+    write_text(path, yaml.safe_dump([i.to_dict() for i in golden], sort_keys=False, allow_unicode=True))
+    return len(golden)
+
+
+def _grade_text(g: float) -> str:
+    return str(int(g)) if float(g).is_integer() else repr(float(g))
+
+
+def _read_beir(p: Path, split: str | None) -> GoldenSet:
+    if not split:
+        have = sorted(x.stem for x in (p / "qrels").glob("*.tsv")) if (p / "qrels").is_dir() else []
+        raise GoldenSetError(f"{p}: a BEIR golden set needs a split; pass --split ({', '.join(have) or 'e.g. test'})")
+    return load_beir_golden(p, split)
+
+
+def _is_ranx_qrels(s: Sample) -> bool:
+    data = s.json if s.head[:1] == b"{" and s.suffix != ".jsonl" else None
+    return isinstance(data, dict) and bool(data) and all(
+        isinstance(v, dict) and all(isinstance(g, (int, float)) and not isinstance(g, bool) for g in v.values())
+        for v in data.values())
+
+
+def _is_trec_qrels(s: Sample) -> bool:
+    if s.is_dir or s.suffix in (".jsonl", ".json", ".yaml", ".yml"):
+        return False
+    return s.suffix in (".qrels", ".txt", ".tsv") or (not s.starts_json and len(s.first_line()) == 4)
+
+
+# The table of judgments formats: the first row whose ``sniff`` recognises a path reads it. Run formats are rows of
+# ``ragtune.evaluate.formats.RUN_FORMATS``; ``ragtune.evaluate.formats.FORMATS`` is both. A new format is one row.
+JUDGMENT_FORMATS: tuple[InputFormat, ...] = (
+    InputFormat("beir", "judgments", "a folder of queries.jsonl and qrels/<split>.tsv, with a split",
+                lambda s: s.is_dir, lambda s, split=None: _read_beir(s.path, split), write_beir_golden),
+    InputFormat("golden-yaml", "judgments", ".yaml/.yml: a list of {id, q, relevant} items",
+                lambda s: s.suffix in (".yaml", ".yml"), lambda s, split=None: _load_yaml(s.path), write_golden_yaml),
+    InputFormat("ranx-qrels", "judgments", "JSON {question id: {doc id: grade}}",
+                _is_ranx_qrels, lambda s, split=None: judgments_from_ranx(s.json, str(s.path)),
+                write_ranx_qrels, questions=False),
+    InputFormat("golden-jsonl", "judgments", ".jsonl/.json: one {id, q, relevant} item a line",
+                lambda s: s.suffix in (".jsonl", ".json"), lambda s, split=None: _load_jsonl(s.path), write_golden_jsonl),
+    InputFormat("trec-qrels", "judgments", ".qrels/.txt/.tsv or lines `qid iteration docid grade`",
+                _is_trec_qrels, lambda s, split=None: read_trec_qrels(s.path), write_trec_qrels, questions=False),
+)
+
+
+def read_judgments(path: str | os.PathLike[str], split: str | None = None) -> tuple[GoldenSet, InputFormat]:
+    """The judgments at ``path`` in any format of :data:`JUDGMENT_FORMATS`, graded by :func:`GRADE_RULE`, with the
+    row that read them; a path no row recognises is a :class:`GoldenSetError` listing the formats."""
+    p = Path(path)
+    if not p.exists():
+        raise CorpusNotFoundError(f"golden set {str(p)!r} does not exist")
+    if p.is_dir() and not is_beir_folder(p) and not (p / "queries.jsonl").is_file():
+        raise GoldenSetError(f"{p}: a folder golden set must be a BEIR folder (queries.jsonl + qrels/<split>.tsv)")
+    sample = Sample(p, "golden set")
+    row = sniff_format(sample, JUDGMENT_FORMATS)
+    if row is None:
+        why = f" (not JSON: {sample.json_error})" if sample.json_error else ""
+        raise GoldenSetError(f"{p}: not a golden set ragtune reads{why}; give one of: "
+                             f"{describe_formats(JUDGMENT_FORMATS)}")
+    return row.read(sample, split), row
+
+
 def load_golden(path: str | os.PathLike[str], *, split: str | None = None, strict: bool = True,
                 labels: Annotated[Literal["human", "all"], Opt(
                     "labels scored: human drops every label only an LLM gave (`golden judge`), all keeps them")]
                 = "human") -> GoldenSet:
-    """Load a golden set from JSONL, YAML, or a BEIR folder with ``split``.
+    """Load a golden set from any judgments format of :data:`JUDGMENT_FORMATS`: golden JSONL or YAML, a BEIR folder
+    with ``split``, TREC qrels or ranx qrels JSON, every grade read by the one rule (:func:`GRADE_RULE`).
 
     With ``strict`` (the default, for scoring) a duplicate question id or a
     blank question raises :class:`GoldenSetError` naming the file, line and
@@ -472,39 +644,20 @@ def load_golden(path: str | os.PathLike[str], *, split: str | None = None, stric
     """
     if labels not in LABELS:
         raise GoldenSetError(f"labels must be one of {', '.join(LABELS)} (human: a person's labels only), got {labels!r}")
-    golden = _load_golden(path, split)
+    golden, row = read_judgments(path, split)
     if strict and golden.drafts:
         n, first = len(golden.drafts), golden.locations[golden.items.index(golden.drafts[0])]
         raise GoldenSetError(f"{path}: {n} of {len(golden)} question(s) are drafts no person has accepted (first at "
                              f"{first}); drafts are never scored: run `ragtune golden review {path} --out "
                              "accepted.jsonl` and score the accepted file")
-    if strict:
-        problems = golden.problems()
+    if strict:  # qrels carry no question text: an empty question is no problem there
+        problems = [x for x in golden.problems() if row.questions or x[1] != "empty_question"]
         if problems:
             more = f" (and {len(problems) - 1} more problem(s); `ragtune golden check` lists them all)" \
                 if len(problems) > 1 else ""
             raise GoldenSetError(problems[0][2] + more)
     return golden.human() if labels == "human" else GoldenSet(golden.items, source=golden.source,
                                                                locations=golden.locations, labels="all")
-
-
-def _load_golden(path: str | os.PathLike[str], split: str | None) -> GoldenSet:
-    p = Path(path)
-    if not p.exists():
-        raise CorpusNotFoundError(f"golden set {str(p)!r} does not exist")
-    if p.is_dir():
-        if not is_beir_folder(p) and not (p / "queries.jsonl").is_file():
-            raise GoldenSetError(f"{p}: a folder golden set must be a BEIR folder (queries.jsonl + qrels/<split>.tsv)")
-        if not split:
-            have = sorted(x.stem for x in (p / "qrels").glob("*.tsv")) if (p / "qrels").is_dir() else []
-            raise GoldenSetError(f"{p}: a BEIR golden set needs a split; pass --split ({', '.join(have) or 'e.g. test'})")
-        return load_beir_golden(p, split)
-    suffix = p.suffix.lower()
-    if suffix in (".yaml", ".yml"):
-        return _load_yaml(p)
-    if suffix in (".jsonl", ".json"):
-        return _load_jsonl(p)
-    raise GoldenSetError(f"{p}: unsupported golden set format {suffix!r}; use .jsonl, .yaml/.yml or a BEIR folder")
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,13 +8,16 @@ import math
 import os
 import stat
 import tempfile
-from collections.abc import Callable
-from typing import IO, Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import IO, Any, Literal
 
 from .errors import ConfigError
 
 __all__ = ["write_atomic", "check_writable", "write_text", "write_json", "write_jsonl", "check_regular_file",
-           "json_finite", "some"]
+           "json_finite", "some", "InputFormat", "Sample", "sniff_format", "describe_formats"]
 
 Content = str | bytes | Callable[[IO[Any]], None]
 
@@ -138,3 +141,74 @@ def some(items: Any, n: int = 5, *, quote: bool = False) -> str:
     items = sorted(items)
     shown = ", ".join(map(repr if quote else str, items[:n]))
     return shown + (f" and {len(items) - n} more" if len(items) > n else "")
+
+
+# -- input formats: the row type of the one table (ragtune.evaluate.formats.FORMATS) ----------------------------------
+
+class Sample:
+    """What the rows of the format table look at to recognise a path, read at most once: whether it is a folder,
+    its suffix, the first bytes (``head``, leading blanks stripped) and, when the file starts like JSON, the whole
+    file parsed (``json``; None when it does not parse, ``json_error`` then says why)."""
+
+    def __init__(self, path: str | os.PathLike[str], what: str = "file"):
+        self.path = Path(path)
+        self.is_dir = self.path.is_dir()
+        self.suffix = self.path.suffix.lower()
+        self.head = b""
+        if not self.is_dir:
+            check_regular_file(self.path, what)
+            with open(self.path, "rb") as f:
+                self.head = f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n")
+        self.json_error: str | None = None
+
+    @property
+    def starts_json(self) -> bool:
+        return self.head[:1] in (b"{", b"[")
+
+    @cached_property
+    def json(self) -> Any:
+        if self.is_dir or not self.starts_json:
+            return None
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8-sig"))
+        except (UnicodeDecodeError, ValueError) as e:
+            self.json_error = str(e)
+            return None
+
+    def first_line(self) -> list[str]:
+        """The first non-blank line of the head, split on white space."""
+        for line in self.head.decode("utf-8", "replace").splitlines():
+            if line.strip():
+                return line.split()
+        return []
+
+
+@dataclass(frozen=True)
+class InputFormat:
+    """One row of the table of input formats: a format ragtune reads (and, where ``write`` is set, writes).
+
+    ``kind`` is ``judgments`` (a golden set: ``read(sample, split) -> GoldenSet``, ``write(golden, path)``) or
+    ``run`` (rankings: ``read(sample, field) -> RunFile``, ``write(rankings, path)`` with rankings
+    ``{question id: [(doc id, score), ...]}`` best first). ``sniff`` says whether a :class:`Sample` is in this
+    format; the first row of a kind whose ``sniff`` answers yes reads it (``read`` gets the same sample, so a
+    JSON file is parsed once). ``looks`` is how a person
+    recognises the format, for the error that lists the formats; ``questions`` is false for judgments that carry
+    no question text (qrels), which then score run files only."""
+
+    name: str
+    kind: Literal["judgments", "run"]
+    looks: str
+    sniff: Callable[[Sample], bool]
+    read: Callable[..., Any]
+    write: Callable[[Any, Path], Any] | None = None
+    questions: bool = True
+
+
+def describe_formats(rows: Sequence[InputFormat]) -> str:
+    """The formats of ``rows`` as one line, for the error that says a file is in none of them."""
+    return "; ".join(f"{r.name} ({r.looks})" for r in rows)
+
+
+def sniff_format(sample: Sample, rows: Sequence[InputFormat]) -> InputFormat | None:
+    """The first of ``rows`` that recognises ``sample``, or None."""
+    return next((r for r in rows if r.sniff(sample)), None)

@@ -234,7 +234,7 @@ def test_eval_json_runs_name_the_question_and_what_was_expected(tmp_path, golden
     ("r.jsonl", '{"id": "q1", "hits": [3.5]}\n', r"r\.jsonl:1: question 'q1' hit 1: cannot read a hit from float"),
     ("r.json", '{"q1": ["d1"], "q2": {"d3": 1}}', r"r\.json: not a run: question 'q2' has dict"),
     ("r.json", '{"q1": "d1"}', r"r\.json: not a run: question 'q1' has str"),
-    ("r.json", '["d1", "d2"]', r"r\.json: not a run: expected an eval --json result"),
+    ("r.json", '["d1", "d2"]', r"r\.json: not a run; a run file is one of: trec-run \(lines"),
     ("r.json", '{"q1": ["d1"]', r"r\.json: not JSON"),
     ("r.run", "", r"r\.run: the run file is empty"),
     ("r.run", "q1 Q0 d1 1 1.0 t\nq1 Q0 d1 2 0.5 t\n", r"r\.run line 2: question 'q1' lists doc id 'd1' more than once"),

@@ -7,8 +7,8 @@ A run is made from
 - a sweep: :func:`load_runs` on a sweep folder or its ``results.json`` gives
   one run per configuration, named by its label;
 - a run file, in any format ``eval --run`` reads (a TREC run, ranx JSON, JSON Lines or JSON hit lists, an
-  ``eval --json`` result's ``retrieved`` lists): :meth:`Run.from_file` reads it with the one reader
-  (:func:`read_rankings`), matches its hits with the one matcher (:class:`~ragtune.evaluate.match.HitMatcher`)
+  ``eval --json`` result's ``retrieved`` lists): :meth:`Run.from_file` reads it through the table of input formats
+  (:func:`ragtune.evaluate.formats.read_run`), matches its hits with the one matcher (:class:`~ragtune.evaluate.match.HitMatcher`)
   and scores them with the metric functions of ``evaluate``; ``eval --run``, ``compare`` and the CI gate all
   read run files this way, so one file gives one set of figures.
 
@@ -18,9 +18,8 @@ Only answerable questions carry scores; they are the questions compared.
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
@@ -32,7 +31,8 @@ from ..io import some
 from ..errors import ConfigError, CorpusNotFoundError
 from ..io import check_regular_file
 from .evaluate import DEFAULT_KS, EvalResult
-from .hits import ExternalHit, to_hit
+from .formats import RunFile, _eval_questions, _ranx_hits, _short, read_rankings, read_run, read_trec
+from .hits import ExternalHit
 from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched
 
 __all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file"]
@@ -175,7 +175,7 @@ class Run:
         data = _eval_result_or_none(Path(path))
         if data is not None:
             return cls.from_result(data, name=name or Path(path).stem, source=source)
-        parsed = _read(Path(path), field)
+        parsed = read_run(path, field=field)
         result = _score_parsed(parsed, golden, corpus, ks=_with_default_ks(ks), options=MatchOptions.of(options, **match),
                                source=source)
         label = name or parsed.tag or Path(path).stem
@@ -198,7 +198,7 @@ class Run:
             raise ConfigError(f"from_ranx takes a ranx.Run, got {type(run).__name__}")
         label = name or getattr(run, "name", None) or "ranx"
         source = f"ranx run {label!r}"
-        parsed = _RunFile(_ranx_hits(run.to_dict(), source), "ranx", None)
+        parsed = RunFile(_ranx_hits(run.to_dict(), source), "ranx", None)
         result = _score_parsed(parsed, golden, corpus, ks=_with_default_ks(ks), options=MatchOptions.of(None, **match),
                                source=source)
         return _from_scored(result, label, source, parsed.hits)
@@ -231,233 +231,6 @@ def _import_ranx() -> Any:
     return ranx
 
 
-# -- the one run-file reader -----------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class _RunFile:
-    hits: dict[str, list[ExternalHit]]  # question id -> hits, best first
-    format: str  # trec, ranx, jsonl, json, eval
-    tag: str | None  # a TREC run's tag, when it has one
-
-
-class _desc(str):
-    """Sorts strings in descending order (trec_eval's tie-break on doc id)."""
-
-    def __lt__(self, other: str) -> bool:  # type: ignore[override]
-        return str.__gt__(self, other)
-
-
-def _order(rows: list[tuple[str, float]]) -> list[ExternalHit]:
-    """(doc id, score) best first: score descending, ties by doc id descending, as trec_eval orders a run."""
-    return [ExternalHit(d, score=s) for d, s in sorted(rows, key=lambda r: (-r[1], _desc(r[0])))]
-
-
-def _score_value(v: Any, where: str) -> float:
-    """A run's score: a finite number. NaN would make the order depend on the line order (NaN compares false
-    with everything), so it is refused, as are infinities, strings, null, lists and objects."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ConfigError(f"{where}: the score must be a number, got {type(v).__name__} {v!r}; write each hit as "
-                          '"doc id": score, e.g. {"q1": {"guide.md#refunds": 12.5}}')
-    x = float(v)
-    if not math.isfinite(x):
-        raise ConfigError(f"{where}: the score must be a finite number, got {v!r}; NaN and infinite scores have no "
-                          "order (write the rank order as decreasing finite scores)")
-    return x
-
-
-def read_trec(path: str | os.PathLike[str]) -> dict[str, list[tuple[str, int, float, str]]]:
-    """TREC run rows by question id: ``[(docid, rank, score, tag), ...]`` in file order. Every line must have 6
-    columns, an integer rank and a finite score; a doc id listed twice for one question is an error."""
-    p = Path(path)
-    text = _text(p)
-    out: dict[str, list[tuple[str, int, float, str]]] = {}
-    seen: dict[tuple[str, str], int] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 6:
-            raise ConfigError(f"{p} line {n}: expected 6 columns `qid Q0 docid rank score tag`, got "
-                              f"{len(parts)}; is this a TREC run file?")
-        qid, _, docid, rank, score, tag = parts
-        try:
-            r, x = int(rank), float(score)
-        except ValueError:
-            raise ConfigError(f"{p} line {n}: rank must be an integer and score a number, got "
-                              f"{rank!r} and {score!r}") from None
-        if not math.isfinite(x):
-            raise ConfigError(f"{p} line {n}: score {score!r} is not a finite number; NaN and infinite scores have "
-                              "no order (write the rank order as decreasing finite scores)")
-        first = seen.setdefault((qid, docid), n)
-        if first != n:
-            raise ConfigError(f"{p} line {n}: question {qid!r} lists doc id {docid!r} more than once (first on line "
-                              f"{first}); a run ranks each document once per question")
-        out.setdefault(qid, []).append((docid, r, x, tag))
-    if not out:
-        raise ConfigError(f"{p}: the run file is empty")
-    return out
-
-
-def _text(p: Path) -> str:
-    if not p.exists():
-        raise CorpusNotFoundError(f"{p}: no such run file")
-    check_regular_file(p, "run file")
-    try:
-        return p.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise ConfigError(f"{p}: not UTF-8 text (byte {e.start}); a run file is a TREC, JSON or JSONL text "
-                          "file") from None
-    except OSError as e:
-        raise ConfigError(f"cannot read run file {p}: {e.strerror or e}") from None
-
-
-def _is_qid(v: Any) -> bool:
-    return isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() != ""
-
-
-def _hit_list(raw: Any, where: str, field: str | None) -> list[ExternalHit]:
-    if not isinstance(raw, list):
-        raise ConfigError(f"{where}: the hits must be a list, got {type(raw).__name__} {_short(raw)}; e.g. "
-                          '["guide.md#refunds", {"url": "https://site/faq#login", "score": 3.1}]')
-    return [to_hit(h, field=field, where=f"{where} hit {r}") for r, h in enumerate(raw, start=1)]
-
-
-def _short(v: Any) -> str:
-    text = repr(v)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-def _ranx_hits(data: Mapping[Any, Any], source: str) -> dict[str, list[ExternalHit]]:
-    out = {}
-    for q, docs in data.items():
-        if not isinstance(docs, Mapping):
-            raise ConfigError(f"{source}: question {q!r}: expected a {{doc id: score}} object, got "
-                              f"{type(docs).__name__} {_short(docs)}")
-        out[str(q)] = _order([(str(d), _score_value(v, f"{source}: question {q!r}, doc {d!r}"))
-                              for d, v in docs.items()])
-    return out
-
-
-def _eval_questions(questions: Any, where: Any, expected: str) -> Iterator[tuple[int, Mapping[str, Any], str]]:
-    """``(position, question, id)`` for each question of an eval JSON's ``questions`` list; one that is not an
-    object with an id is refused, naming its position and ``expected`` (what such a question holds)."""
-    for n, q in enumerate(questions, start=1):
-        if not isinstance(q, Mapping):
-            raise ConfigError(f"{where}: question {n} of 'questions' is a {type(q).__name__}, expected an object with "
-                              f"{expected} (as `ragtune eval --json` writes)")
-        if not _is_qid(q.get("id")):
-            raise ConfigError(f"{where}: question {n} of 'questions' has no 'id' (got {_short(q.get('id'))}); every "
-                              "question needs the id of its golden question")
-        yield n, q, str(q["id"])
-
-
-def _eval_hits(data: Mapping[str, Any], p: Path) -> dict[str, list[ExternalHit]]:
-    """An eval --json result's ``retrieved`` lists: a hit with a document and offsets keeps its span (it scores
-    exactly as the chunk did); one without, its anchor."""
-    out: dict[str, list[ExternalHit]] = {}
-    for n, q, qid in _eval_questions(data["questions"], p, "an 'id' and a 'retrieved' list"):
-        if qid in out:
-            raise ConfigError(f"{p}: question {qid!r} appears twice in 'questions'; give each question once")
-        retrieved = q.get("retrieved")
-        if retrieved is None:
-            retrieved = []
-        where = f"{p}: question {qid!r} 'retrieved'"
-        if not isinstance(retrieved, list):
-            raise ConfigError(f"{where}: expected a list of hits (objects with doc_id/start/end or anchor), got "
-                              f"{type(retrieved).__name__} {_short(retrieved)}")
-        hits = []
-        for r, h in enumerate(retrieved, start=1):
-            if not isinstance(h, Mapping):
-                raise ConfigError(f"{where} hit {r}: expected an object with doc_id/start/end or anchor, got "
-                                  f"{type(h).__name__} {_short(h)}")
-            raw = ({k: h[k] for k in ("doc_id", "start", "end", "score") if h.get(k) is not None}
-                   if h.get("doc_id") else {"id": h.get("anchor") or h.get("chunk_id"), "score": h.get("score")})
-            if raw.get("score") is not None and not isinstance(raw["score"], (int, float)):
-                raw["score"] = None  # a score written as null or text says nothing about the order: rank is kept
-            hits.append(to_hit(raw, where=f"{where} hit {r}"))
-        out[qid] = hits
-    return out
-
-
-def _read(p: Path, field: str | None = None) -> _RunFile:
-    text = _text(p)
-    head = text.lstrip()[:1]
-    if head not in ("{", "["):
-        rows = read_trec(p)
-        tags = {r[3] for hits in rows.values() for r in hits}
-        return _RunFile({q: _order([(d, s) for d, _, s, _ in hits]) for q, hits in rows.items()}, "trec",
-                        next(iter(tags)) if len(tags) == 1 else None)
-    data: Any = None
-    if p.suffix.lower() != ".jsonl":
-        try:
-            data = json.loads(text)
-        except ValueError as e:
-            if not (head == "{" and "Extra data" in str(e)):  # more than one object: JSON Lines by another name
-                raise ConfigError(f"{p}: not JSON ({e})") from None
-    if data is None:
-        return _RunFile(_jsonl(text, p, field), "jsonl", None)
-    if isinstance(data, Mapping) and isinstance(data.get("result"), Mapping) and "questions" in data["result"]:
-        data = data["result"]  # a sweep's runs/<key>.json: the eval result of one configuration
-    if isinstance(data, Mapping) and "questions" in data:
-        if not isinstance(data["questions"], list):
-            raise ConfigError(f"{p}: 'questions' must be a list (as `ragtune eval --json` writes), got "
-                              f"{type(data['questions']).__name__}")
-        return _RunFile(_eval_hits(data, p), "eval", None)
-    if isinstance(data, Mapping) and data:
-        kinds = {isinstance(v, Mapping) for v in data.values()}
-        if kinds == {True}:  # ranx: {qid: {doc: score}}
-            return _RunFile(_ranx_hits(data, str(p)), "ranx", None)
-        if all(isinstance(v, list) for v in data.values()):  # {qid: [hits]}
-            return _RunFile({str(q): _hit_list(v, f"{p}: question {q!r}", field) for q, v in data.items()}, "json",
-                            None)
-        q, v = next((q, v) for q, v in data.items() if not isinstance(v, (list, Mapping)) or
-                    isinstance(v, Mapping) != isinstance(next(iter(data.values())), Mapping))
-        raise ConfigError(f"{p}: not a run: question {q!r} has {type(v).__name__} {_short(v)}; every question needs "
-                          "a list of hits ({question id: [hits]}) or, for a ranx run, a {doc id: score} object, the "
-                          "same for all (or give an eval --json result, a sweep folder or a TREC run)")
-    raise ConfigError(f"{p}: not a run: expected an eval --json result, {{question id: [hits]}}, ranx "
-                      "{question id: {doc id: score}}, JSON Lines of {\"id\": ..., \"hits\": [...]}, or a TREC run")
-
-
-def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]]:
-    out: dict[str, list[ExternalHit]] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
-        qid = (row.get("id", row.get("qid")) if isinstance(row, dict) else None)
-        if not _is_qid(qid) or not isinstance(row.get("hits"), list):
-            raise ConfigError(f"{p}:{n}: each line needs an \"id\" and a \"hits\" list, e.g. "
-                              '{"id": "q1", "hits": ["guide.md#refunds"]}')
-        if str(qid) in out:
-            raise ConfigError(f"{p}:{n}: question {qid!r} appears twice; give each question one line")
-        out[str(qid)] = _hit_list(row["hits"], f"{p}:{n}: question {qid!r}", field)
-    if not out:
-        raise ConfigError(f"{p}: the run file is empty")
-    return out
-
-
-def read_rankings(path: str | os.PathLike[str], *, field: str | None = None) -> dict[str, list[ExternalHit]]:
-    """Question id -> hits (:class:`~ragtune.evaluate.hits.ExternalHit`), best first, from any run file:
-
-    - a TREC run (``qid Q0 docid rank score tag``): ordered as trec_eval orders it (score descending, ties by
-      doc id descending; the rank column is ignored);
-    - ranx JSON ``{question id: {doc id: score}}``: ordered the same way;
-    - ``{question id: [hit, ...]}`` JSON, or JSON Lines of ``{"id": ..., "hits": [...]}``: in list order, each hit
-      any form :func:`~ragtune.evaluate.hits.to_hit` reads (``field`` names the one field that identifies hits);
-    - an ``eval --json`` result: its ``retrieved`` lists (spans where they have them), also inside a sweep's
-      ``runs/<key>.json`` (its ``result``).
-
-    Scores must be finite numbers; a malformed file is a :class:`ConfigError` naming the file, the line or
-    question, and what was expected. A path that is not a regular file (a folder, FIFO, device) is refused
-    before it is read.
-    """
-    return _read(Path(path), field).hits
-
-
 def score_run_file(path: str | os.PathLike[str], golden: Any, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
                    options: MatchOptions | Mapping[str, Any] | None = None, field: str | None = None,
                    **match: Any) -> EvalResult:
@@ -471,11 +244,11 @@ def score_run_file(path: str | os.PathLike[str], golden: Any, *, corpus: Any = N
     as trec_eval skips them, but a run none of whose questions is in the golden set is an error, and so is one
     none of whose hits matches.
     """
-    return _score_parsed(_read(Path(path), field), golden, corpus, ks=ks, options=MatchOptions.of(options, **match),
+    return _score_parsed(read_run(path, field=field), golden, corpus, ks=ks, options=MatchOptions.of(options, **match),
                          source=str(path))
 
 
-def _score_parsed(parsed: _RunFile, golden: Any, corpus: Any, *, ks: Sequence[int], options: MatchOptions,
+def _score_parsed(parsed: RunFile, golden: Any, corpus: Any, *, ks: Sequence[int], options: MatchOptions,
                   source: str) -> EvalResult:
     if golden is None:
         raise ConfigError(f"{source}: a run file is scored against a golden set; pass golden= (CLI: --golden FILE)")

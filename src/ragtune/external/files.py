@@ -1,10 +1,13 @@
 """Run and qrels files in and out: TREC, ragtune JSON/JSONL rankings, BEIR and ranx.
 
-In:
+Every format is a row of the one table, :data:`ragtune.evaluate.formats.FORMATS`; the functions here read and write
+through its rows. In:
 
-- run files (a TREC run, ranx JSON, ragtune JSON or JSONL hit lists, an ``eval --json`` result): read by the one
-  reader, :func:`ragtune.evaluate.run.read_rankings` (re-exported here), and scored by :func:`evaluate_run_file`;
-- TREC qrels (``qid iteration docid grade``): a golden set without question text.
+- run files (a TREC run, ranx JSON, ragtune JSON or JSONL hit lists, an ``eval --json`` result): read by
+  :func:`ragtune.evaluate.formats.read_run` (:func:`read_rankings` is re-exported here), scored by
+  :func:`evaluate_run_file`;
+- judgments in any format (golden JSONL/YAML, BEIR, TREC qrels, ranx qrels): :func:`ragtune.load_golden`, graded by
+  the one rule (:data:`ragtune.golden.GRADE_RULE`: grade <= 0 is judged not relevant, and kept).
 
 Out: TREC runs and qrels, a BEIR folder (queries.jsonl + qrels/test.tsv), ranx
 JSON (``{qid: {doc: score}}``). With ranx installed, :func:`to_ranx` and :func:`from_ranx` convert golden sets
@@ -24,18 +27,12 @@ from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError
 from ..config import Opt
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..evaluate.match import MatchOptions
-from ..evaluate.run import read_rankings, score_run_file
-from ..golden import GoldenItem, GoldenSet
-from ..io import write_text
+from ..evaluate.formats import format_named, ranx_run, read_rankings, write_trec_run as write_run
+from ..evaluate.run import score_run_file
+from ..golden import GoldenSet, judgments_from_ranx, load_golden, ranx_qrels, read_trec_qrels, write_beir_golden
 
 __all__ = ["read_rankings", "evaluate_run_file", "read_qrels", "write_qrels", "write_trec_run", "export_beir",
            "to_ranx_qrels", "to_ranx_run", "to_ranx", "from_ranx", "load_golden_or_qrels", "export_to"]
-
-
-def _is_json(p: Path) -> bool:
-    with open(p, "rb") as f:
-        head = f.read(64).lstrip()
-    return head.startswith((b"{", b"["))
 
 
 def evaluate_run_file(path: str | os.PathLike[str], golden: GoldenSet, *, corpus: Any = None,
@@ -58,48 +55,18 @@ def evaluate_run_file(path: str | os.PathLike[str], golden: GoldenSet, *, corpus
 # -- qrels -------------------------------------------------------------------------------------------------------
 
 def read_qrels(path: str | os.PathLike[str]) -> GoldenSet:
-    """A golden set from TREC qrels (``qid iteration docid grade``); grade <= 0 is not relevant.
+    """A golden set from TREC qrels (``qid iteration docid grade``), graded by the one rule
+    (:data:`ragtune.golden.GRADE_RULE`: grade <= 0 is judged not relevant, and kept): the ``trec-qrels`` row.
 
     Qrels carry no question text: such a golden set scores run files, not retrievers.
     """
-    p = Path(path)
-    if not p.is_file():
-        raise CorpusNotFoundError(f"{p}: no such qrels file")
-    rel: dict[str, dict[str, float]] = {}
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
-        parts = line.split()
-        if not parts:
-            continue
-        if len(parts) != 4:
-            raise GoldenSetError(f"{p}:{n}: expected 4 columns `qid iteration docid grade`, got {len(parts)}; "
-                                 "is this a TREC qrels file?")
-        qid, _, doc, grade = parts
-        try:
-            g = float(grade)
-        except ValueError:
-            g = math.nan
-        if not math.isfinite(g):
-            raise GoldenSetError(f"{p}:{n}: grade {grade!r} is not a number; use 0 for not relevant, 1+ for relevant")
-        rel.setdefault(qid, {})
-        if g > 0:
-            if doc in rel[qid]:
-                raise GoldenSetError(f"{p}:{n}: question {qid!r} judges {doc!r} twice")
-            rel[qid][doc] = g
-    if not rel:
-        raise GoldenSetError(f"{p}: the qrels file is empty")
-    return GoldenSet([GoldenItem(q, "", grades) for q, grades in rel.items()], source=str(p))
+    return read_trec_qrels(path)
 
 
 def load_golden_or_qrels(path: str | os.PathLike[str], *, split: str | None = None,
                          labels: str = "human") -> GoldenSet:
-    """:func:`ragtune.load_golden`, plus TREC qrels (a ``.qrels`` file, or any file of 4-column lines)."""
-    from ..golden import load_golden
-
-    p = Path(path)
-    if p.is_file() and (p.suffix.lower() in (".qrels", ".txt", ".tsv") or
-                        (p.suffix.lower() not in (".jsonl", ".json", ".yaml", ".yml") and not _is_json(p))):
-        return read_qrels(p)
-    return load_golden(p, split=split, labels=labels)  # type: ignore[arg-type]
+    """:func:`ragtune.load_golden`, which reads every judgments format of the table (TREC qrels included)."""
+    return load_golden(path, split=split, labels=labels)  # type: ignore[arg-type]
 
 
 def gate_inputs(baseline: str | os.PathLike[str] | None, golden: str | os.PathLike[str], *, split: str | None = None,
@@ -112,14 +79,9 @@ def gate_inputs(baseline: str | os.PathLike[str] | None, golden: str | os.PathLi
 
 
 def write_qrels(golden: GoldenSet, path: str | os.PathLike[str]) -> int:
-    """TREC qrels for the answerable questions (grades as integers when whole); returns the lines written."""
-    lines = [f"{i.id} 0 {a} {_num(g)}" for i in golden for a, g in i.relevant.items()]
-    _write(path, lines)
-    return len(lines)
-
-
-def _num(g: float) -> str:
-    return str(int(g)) if float(g).is_integer() else repr(float(g))
+    """TREC qrels for the answerable questions (grades as integers when whole; anchors judged not relevant as 0):
+    the ``trec-qrels`` row's writer. Returns the lines written."""
+    return format_named("trec-qrels").write(golden, Path(path))
 
 
 def _retrieved(result: EvalResult | Mapping[str, Any], ids: str = "anchor") -> list[tuple[str, list[tuple[str, float]]]]:
@@ -150,22 +112,18 @@ def write_trec_run(result: EvalResult | Mapping[str, Any], path: str | os.PathLi
     """
     if not tag or any(c.isspace() for c in tag):
         raise ConfigError(f"the run tag must be one word, got {tag!r}")
-    lines = []
-    for qid, hits in _retrieved(result, ids):
-        n = len(hits)
-        lines.extend(f"{qid} Q0 {a} {r} {n - r + 1} {tag}" for r, (a, _) in enumerate(hits, start=1))
-    _write(path, lines)
-    return len(lines)
+    return write_run(dict(_retrieved(result, ids)), Path(path), tag=tag)
 
 
 def to_ranx_run(result: EvalResult | Mapping[str, Any], *, ids: str = "anchor") -> dict[str, dict[str, float]]:
     """``{qid: {anchor: score}}`` with scores decreasing with rank (what ``ranx.Run.from_dict`` takes)."""
-    return {qid: {a: float(len(hits) - r) for r, (a, _) in enumerate(hits)} for qid, hits in _retrieved(result, ids)}
+    return ranx_run(dict(_retrieved(result, ids)))
 
 
 def to_ranx_qrels(golden: GoldenSet) -> dict[str, dict[str, int]]:
-    """``{qid: {anchor: grade}}`` for the answerable questions (what ``ranx.Qrels.from_dict`` takes)."""
-    return {i.id: {a: int(round(g)) for a, g in i.relevant.items()} for i in golden if i.answerable}
+    """``{qid: {anchor: grade}}`` for the answerable questions, anchors judged not relevant as 0 (what
+    ``ranx.Qrels.from_dict`` takes)."""
+    return ranx_qrels(golden)
 
 
 def to_ranx(obj: Any, *, ids: str = "anchor", name: str | None = None) -> Any:
@@ -183,33 +141,24 @@ def to_ranx(obj: Any, *, ids: str = "anchor", name: str | None = None) -> Any:
 
 def from_ranx(obj: Any, golden: GoldenSet | None = None, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
               questions: Mapping[str, str] | None = None) -> Any:
-    """A ``ranx.Qrels`` as a :class:`GoldenSet` (grade <= 0 not relevant; question text from ``questions``,
-    else empty, as TREC qrels), or a ``ranx.Run`` as a :class:`~ragtune.evaluate.run.Run` scored against
+    """A ``ranx.Qrels`` as a :class:`GoldenSet` (graded by the one rule, :data:`ragtune.golden.GRADE_RULE`: grade
+    <= 0 is judged not relevant, and kept; question text from ``questions``, else empty, as TREC qrels), or a
+    ``ranx.Run`` as a :class:`~ragtune.evaluate.run.Run` scored against
     ``golden`` (see :meth:`Run.from_ranx <ragtune.evaluate.run.Run.from_ranx>`)."""
     from ..evaluate.run import Run
 
     kind = type(obj).__name__
     if kind == "Qrels" and hasattr(obj, "to_dict"):
-        texts = questions or {}
-        return GoldenSet([GoldenItem(str(q), texts.get(str(q), ""), {str(d): float(g) for d, g in docs.items() if g > 0})
-                          for q, docs in obj.to_dict().items()], source="ranx qrels")
+        return judgments_from_ranx(obj.to_dict(), "ranx qrels", questions)
     if kind == "Run" and hasattr(obj, "to_dict"):
         return Run.from_ranx(obj, golden, corpus=corpus, ks=ks)
     raise ConfigError(f"from_ranx takes a ranx.Qrels or a ranx.Run, got {kind}")
 
 
 def export_beir(golden: GoldenSet, folder: str | os.PathLike[str], *, split: str = "test") -> Path:
-    """A BEIR golden set: ``queries.jsonl`` and ``qrels/<split>.tsv`` (anchors as corpus ids)."""
-    root = Path(folder)
-    (root / "qrels").mkdir(parents=True, exist_ok=True)
-    _write(root / "queries.jsonl", [json.dumps({"_id": i.id, "text": i.q}, ensure_ascii=False) for i in golden])
-    _write(root / "qrels" / f"{split}.tsv", ["query-id\tcorpus-id\tscore"] +
-           [f"{i.id}\t{a}\t{_num(g)}" for i in golden for a, g in i.relevant.items()])
-    return root
-
-
-def _write(path: str | os.PathLike[str], lines: list[str]) -> None:
-    write_text(path, "".join(line + "\n" for line in lines))
+    """A BEIR golden set: ``queries.jsonl`` and ``qrels/<split>.tsv`` (anchors as corpus ids, anchors judged not
+    relevant as score 0): the ``beir`` row's writer."""
+    return write_beir_golden(golden, Path(folder), split=split)
 
 
 def export_to(
@@ -254,17 +203,13 @@ def export_to(
         if fmt == "trec":
             n = write_qrels(golden, path)
         else:
-            qrels = to_ranx_qrels(golden)
-            _write(path, [json.dumps(qrels, ensure_ascii=False, indent=1)])
-            n = sum(map(len, qrels.values()))
+            n = format_named("ranx-qrels").write(golden, path)
         written.append({"path": str(path), "what": "qrels", "lines": n})
     if result is not None:
         path = out.with_name(out.name + (".run" if fmt == "trec" else ".run.json"))
         if fmt == "trec":
             n = write_trec_run(result, path, tag=tag, ids=ids)
         else:
-            run = to_ranx_run(result, ids=ids)
-            _write(path, [json.dumps(run, ensure_ascii=False, indent=1)])
-            n = sum(map(len, run.values()))
+            n = format_named("ranx-run").write(dict(_retrieved(result, ids)), path)
         written.append({"path": str(path), "what": "run", "lines": n})
     return written
