@@ -163,7 +163,7 @@ def test_one_huge_text_node_is_refused_while_it_streams(tmp_path: Path, base_pea
 def test_memory_grows_linearly_when_the_xml_doubles(tmp_path: Path):
     # paragraphs of ten runs, loaded in one process, 2 then 4 MiB of XML: what is kept is the text and one
     # location per paragraph, so the growth doubles (a quadratic walk would give four times) and stays within the
-    # bound (a tree of these runs is about 15 times their XML)
+    # bound (a tree of these runs is about 18 times their XML)
     sizes = (2 * MiB, 4 * MiB)
     (tmp_path / "good.docx").write_bytes(good())
     paths = [str(tmp_path / "good.docx")]

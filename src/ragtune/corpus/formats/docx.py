@@ -374,6 +374,7 @@ def _read_numbering(stream: _Stream, budget: _Budget) -> _Numbering:
             ref = el.find(_W + "abstractNumId")
             overrides: dict[int, int] = {}
             for override in el.iterchildren(_W + "lvlOverride"):
+                budget.entry()
                 start = override.find(_W + "startOverride")
                 if start is not None:
                     overrides[_int(override.get(_W + "ilvl"), 0) or 0] = _int(start.get(_VAL), 1) or 1
