@@ -16,7 +16,7 @@ from ..types import Chunk, Document
 from .tokens import Tokenizer, TokenSpans
 
 __all__ = ["Chunker", "SizedConfig", "Prefixes", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span",
-           "windows", "apply_overlap", "refit", "Budget"]
+           "windows", "apply_overlap", "refit", "Budget", "inside_word", "word_start"]
 
 
 @runtime_checkable
@@ -201,11 +201,29 @@ def trim_span(text: str, start: int, end: int) -> tuple[int, int]:
 Budget = Callable[[int], int]  # the tokens a piece starting at a character offset may take (Prefixes.budget)
 
 
+def inside_word(ts: TokenSpans, i: int) -> bool:
+    """Whether token ``i`` continues a word (a sub-word piece such as ``##ization``): a cut there makes the
+    two halves count more tokens alone than they did in the text."""
+    if i <= 0 or i >= len(ts):
+        return False
+    at = int(ts.starts[i])
+    return at == int(ts.ends[i - 1]) and ts.text[at - 1].isalnum() and ts.text[at].isalnum()
+
+
+def word_start(ts: TokenSpans, i: int, lo: int) -> int:
+    """The first token of the word token ``i`` is in; ``lo`` at the lowest (a word longer than that is cut)."""
+    while i > lo and inside_word(ts, i):
+        i -= 1
+    return i
+
+
 def windows(ts: TokenSpans, start: int, end: int, size: int, overlap: int = 0, *,
             budget: Budget | None = None) -> list[tuple[int, int]]:
     """Cut ``[start, end)`` into windows of at most ``size`` tokens (and at most ``budget(window start)``),
     consecutive windows sharing ``overlap`` tokens (fewer where a budget leaves no room for them). Windows
-    start at token starts and run to the next window's first token, so no character is lost."""
+    start at token starts and run to the next window's first token, so no character is lost. With a budget
+    (a prefix counted), windows also start and end between words where a word boundary is in reach, so that
+    a window tokenized alone, as the embedder reads it, is no longer than its count here."""
     a = ts.index_at(start)
     n = ts.index_at(end)
     if a >= n:
@@ -215,11 +233,15 @@ def windows(ts: TokenSpans, start: int, end: int, size: int, overlap: int = 0, *
         s = start if not out else int(ts.starts[a])
         room = size if budget is None else max(min(size, budget(s)), 1)
         b = min(a + room, n)
+        if budget is not None and b < n:
+            w = word_start(ts, b, a)
+            b = w if w > a else b  # a word as long as the window: cut inside it
         e = end if b >= n else int(ts.starts[b])
         out.append((s, e))
         if b >= n:
             return out
-        a = max(b - overlap, a + 1)
+        nxt = max(b - overlap, a + 1)
+        a = word_start(ts, nxt, a + 1) if budget is not None else nxt
 
 
 def apply_overlap(ts: TokenSpans, pieces: list[tuple[int, int]], overlap: int, *,
@@ -233,8 +255,9 @@ def apply_overlap(ts: TokenSpans, pieces: list[tuple[int, int]], overlap: int, *
         i = ts.index_at(s)
         lo = ts.index_at(ps)
         j = max(i - overlap, lo)
-        if budget is not None:  # at most `overlap` steps: the start moves forward until the piece fits
-            while j < i and j < len(ts) and ts.count(int(ts.starts[j]), e) > budget(int(ts.starts[j])):
+        if budget is not None:  # at most `overlap` steps: forward to a word's start where the piece fits
+            while j < i and j < len(ts) and (inside_word(ts, j)
+                                             or ts.count(int(ts.starts[j]), e) > budget(int(ts.starts[j]))):
                 j += 1
         out.append((min(s, int(ts.starts[j])) if j < len(ts) else s, e))
     return out
