@@ -104,9 +104,9 @@ MAX_HELD_BYTES = 16 << 20
 declarations, about 1 and 20 times their bytes in the tree)."""
 MAX_ENTRIES = 100_000
 """The most body paragraphs, table rows, notes, styles, list definitions and levels, and relationships read from
-one file: 12 times the handbook's 8,152 paragraphs. Each paragraph kept costs about 700 bytes besides its text (its
-location, in the loader and again in the Document), whatever its XML, so this bounds what a file of one-letter
-paragraphs takes to about 70 MB."""
+one file: 12 times the handbook's 8,152 paragraphs. Each paragraph kept costs up to about 1 KB besides its text (its
+location, in the worker that parses the file and again in the process that receives the Document), whatever its
+XML, so this bounds what a file of one-letter paragraphs takes to about 100 MB."""
 MAX_TEXT_CHARS = 64 << 20
 """The most characters of text (body, cells, notes, titles; a note as often as it is referred to) read from one
 file: as much as the largest markdown file a corpus folder reads (64 MiB), 80 times the handbook."""
