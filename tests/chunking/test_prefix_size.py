@@ -108,3 +108,23 @@ def test_a_prefix_longer_than_half_the_size_is_cut_to_half(tmp_path):
         prefix = c.embed_text[: -len(c.text)].strip()
         assert prefix.endswith("\u2026") and len(tok.spans(prefix)) <= 32
         assert len(tok.spans(c.embed_text)) <= 64
+
+
+def test_chunks_cached_on_disk_by_an_earlier_chunking_revision_are_not_served(tmp_path, monkeypatch):
+    """The same config cuts differently now (the size counts the prefix): a chunking cache written before must
+    not hand back the old pieces."""
+    import ragtune.chunking as chunking
+    from ragtune.pipeline.resources import _cached_chunking
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.md").write_text("# Title\n\n## A long heading path here\n\n" + "word " * 300, encoding="utf-8")
+    corpus = load_corpus(tmp_path / "docs")
+    chunker = CHUNKERS.build("fixed", options={"size": 64, "prefix": True})
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(chunking, "CHUNKING_REVISION", chunking.CHUNKING_REVISION - 1)
+    _cached_chunking(corpus, chunker, cache)
+    stale = next(cache.iterdir())
+    stale.write_text("", encoding="utf-8")  # what an earlier revision left: served if the key matched
+    monkeypatch.undo()
+    chunks, _ = _cached_chunking(corpus, chunker, cache)
+    assert chunks and len(list(cache.iterdir())) == 2

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .base import Chunker, SizedConfig, chunk_corpus, chunk_documents, make_chunk, prefix_for
+from .base import CHUNKING_REVISION, Chunker, SizedConfig, chunk_corpus, chunk_documents, make_chunk, prefix_for
 # each module registers its chunker on import; this order is the order names are listed in (help, errors)
 from .fixed import FixedChunker, FixedChunkerConfig  # isort: skip
 from .recursive import RecursiveChunker, RecursiveChunkerConfig  # isort: skip
@@ -17,6 +17,7 @@ from .tokens import get_tokenizer
 
 __all__ = [
     "CHUNKERS",
+    "CHUNKING_REVISION",
     "Chunker",
     "DocumentChunker",
     "DocumentChunkerConfig",

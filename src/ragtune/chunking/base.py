@@ -15,8 +15,13 @@ from ..errors import ConfigError
 from ..types import Chunk, Document
 from .tokens import Tokenizer, TokenSpans
 
-__all__ = ["Chunker", "SizedConfig", "Prefixes", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span",
+__all__ = ["CHUNKING_REVISION", "Chunker", "SizedConfig", "Prefixes", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span",
            "windows", "apply_overlap", "refit", "Budget", "inside_word", "word_start"]
+
+
+# Raised whenever one config starts to cut the same text differently, so that chunks cached on disk by an
+# earlier build are not taken for this one's (2: a size counts the prefix; long headings clipped).
+CHUNKING_REVISION = 2
 
 
 @runtime_checkable

@@ -238,15 +238,17 @@ def _cached_bm25(chunks: Sequence[Chunk], config, cache_dir: Path):
 
 
 def _cached_chunking(corpus: Any, chunker: Any, cache_dir: Path) -> tuple[list[Chunk], list[Chunk]]:
-    """Chunks (and parents) from ``cache_dir`` keyed by (corpus fingerprint, chunker config, ragtune release),
-    else computed and stored. Plain JSON Lines; a damaged file is recomputed, an unwritable cache skipped."""
+    """Chunks (and parents) from ``cache_dir`` keyed by (corpus fingerprint, chunker config, ragtune release,
+    chunking revision), else computed and stored. Plain JSON Lines; a damaged file is recomputed, an unwritable
+    cache skipped."""
     from .._version import __version__
-    from ..chunking import chunk_documents
+    from ..chunking import CHUNKING_REVISION, chunk_documents
 
     cfg = chunker.config.to_dict() if getattr(chunker, "config", None) else {}
-    # the ragtune version is part of the key: another release may chunk differently
-    key = hashlib.sha256(json.dumps([__version__, corpus.fingerprint, chunker.name, cfg], sort_keys=True,
-                                    default=str).encode())
+    # the ragtune version and the chunking revision are part of the key: another release, or a change of how a
+    # config cuts between releases, may chunk differently
+    key = hashlib.sha256(json.dumps([__version__, CHUNKING_REVISION, corpus.fingerprint, chunker.name, cfg],
+                                    sort_keys=True, default=str).encode())
     path = cache_dir / f"{key.hexdigest()[:24]}.jsonl"
     if path.exists():
         try:
