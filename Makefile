@@ -1,10 +1,14 @@
-# make demo: set up .venv and evaluate ragtune on its own documentation (offline; the default hybrid retrieval).
+# make demo: set up .venv with ragtune[tour] (every extra the README's tour uses; no torch) and evaluate ragtune on its
+# own documentation (offline; the default hybrid retrieval).
 # make test: set up .venv with every extra and run the whole test suite.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 CORE := $(VENV)/.installed-core
+DEMO := $(VENV)/.installed-demo
 ALL := $(VENV)/.installed-all
+# the extras make demo installs: tests/test_tour_install.py runs the README's tour with only these
+DEMO_EXTRAS := tour
 
 .PHONY: demo test install install-all clean constraints bench-scifact bench-chunking
 
@@ -16,15 +20,19 @@ $(CORE): pyproject.toml constraints.txt | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e .
 	touch $(CORE)
 
+$(DEMO): pyproject.toml constraints.txt | $(PY)
+	$(PY) -m pip install -q -c constraints.txt -e '.[$(DEMO_EXTRAS)]'
+	touch $(DEMO) $(CORE)
+
 $(ALL): pyproject.toml constraints.txt examples/plugin/pyproject.toml examples/plugin/ragtune_example_overlap.py | $(PY)
 	$(PY) -m pip install -q -c constraints.txt -e '.[test,embed,st,onnx,train,ann,llm,serve,external,llamaindex,langchain,haystack,milvus,ray,formats,mlflow,search]'
 	$(PY) -m pip install -q -c constraints.txt ./examples/plugin  # the entry-point example the registry tests load
-	touch $(ALL) $(CORE)
+	touch $(ALL) $(DEMO) $(CORE)
 
 install: $(CORE)
 install-all: $(ALL)
 
-demo: $(CORE)
+demo: $(DEMO)
 	$(PY) -m ragtune golden check --corpus docs --golden docs/golden.jsonl
 	$(PY) -m ragtune eval --corpus docs --golden docs/golden.jsonl --out out/demo-eval.json
 	rm -rf out/demo-sweep
