@@ -149,3 +149,13 @@ def test_a_new_judgments_format_is_one_row(tmp_path, monkeypatch):
     got = load_golden(tmp_path / "g.csv")
     assert judgments_of(got, False) == {"q1": ("", {"a.md": 2.0}, ["c.md"])}
     assert replace(row, name="x").name == "x"  # rows are plain frozen values
+
+
+def test_qrels_score_run_files_but_a_retriever_needs_question_text(tmp_path):
+    from ragtune import evaluate
+
+    write_every_format(tmp_path)
+    qrels = load_golden(tmp_path / "g.qrels")  # no question text: loads, for run files
+    assert {i.q for i in qrels} == {""}
+    with pytest.raises(GoldenSetError, match="have no text .*score run files"):
+        evaluate(lambda q, k: [], qrels, None)

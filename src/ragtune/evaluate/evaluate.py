@@ -13,7 +13,7 @@ import numpy as np
 
 from ..corpus.corpus import AnchorSpan, Corpus
 from ..io import json_finite
-from ..errors import ConfigError, UnknownAnchorError
+from ..errors import ConfigError, GoldenSetError, UnknownAnchorError
 from ..golden import GoldenItem, GoldenSet
 from ..progress import progress_iter
 from ..retrieve.base import Retriever
@@ -237,6 +237,11 @@ def evaluate(
     (see :func:`apply_k_unit`): what top-k counts, ``chunk`` or ``doc``.
     """
     ks = _check_ks(ks)
+    blank = [i.id for i in golden.items if not i.q.strip()]
+    if blank:
+        raise GoldenSetError(f"{golden.source or 'golden set'}: {len(blank)} question(s) have no text (e.g. "
+                             f"{blank[0]!r}): a retriever needs questions to search; qrels carry none, so they "
+                             "score run files (eval --run, compare), not retrievers")
     depth = max(int(depth), ks[-1], NDCG_K, *(k for row in METRICS.values() for k in row.always_k))
     spans_by_id = _resolve_all(golden, corpus)
     rankings = {item.id: run_search(retriever, item.q, depth, filters)
