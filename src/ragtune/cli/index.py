@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from ..config import read_config_file
 from ..corpus import load_corpus
 from ..golden import load_golden
 from ..pipeline import PipelineConfig
@@ -22,7 +21,8 @@ def _store(args):
 def cmd_build(args) -> int:
     from ..store import build_version
 
-    config = PipelineConfig.from_flags({**(read_config_file(args.config) if args.config else {}), **pipeline_flags(args)})
+    # a pipeline file's reranker, candidates and filter apply at query time (eval, search, serve take the file)
+    config = PipelineConfig.from_flags({**(args.config or {}), **pipeline_flags(args)}).index_config()
     store = _store(args)
     v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True,
                       make_embedder=ray_embedders(args))
@@ -95,7 +95,6 @@ def add(sub) -> None:
                        output=output, inputs="store " + inputs)
 
     p = cmd("build", cmd_build, "build a new immutable version", "the version", "corpus")
-    p.add_argument("--config", help="TOML/YAML of eval flag names (chunker, size, retriever, embedder, ...)")
     add_pipeline_flags(p, rerank=False, store=False)
     p.add_argument("--promote", action="store_true", help="make it current (the first version always is)")
     add_ray_flags(p)

@@ -271,9 +271,9 @@ def add_chunker_flags(p: Any) -> None:
                    help="index 'Title > Heading path' before each chunk (default: on)")
     p.add_argument("--embedder", default=None, help=f"embedding model: {EMBEDDERS.spell()}, or a Hugging Face id "
                    "such as BAAI/bge-small-en-v1.5 (= st:<id>) (default minilm)")
-    p.add_argument("--query-prefix", dest="query_prefix", metavar="TEXT",
+    p.add_argument("--query-prefix", dest="opt_query_prefix", metavar="TEXT",
                    help="text the embedder puts before each question, e.g. 'query: ' (st:, onnx: and Hugging Face ids)")
-    p.add_argument("--passage-prefix", dest="passage_prefix", metavar="TEXT",
+    p.add_argument("--passage-prefix", dest="opt_passage_prefix", metavar="TEXT",
                    help="text the embedder puts before each chunk, e.g. 'passage: '")
     add_stage_flags(p.add_argument_group("chunking options (each chunker takes its own)"), "chunker")
 
@@ -281,12 +281,15 @@ def add_chunker_flags(p: Any) -> None:
 def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> None:
     """The inputs (--corpus or --store/--version), the chunker flags, the first stage and its options, and (with
     ``rerank``) the reranker, its options, --candidates and --filter."""
+    from ..pipeline import read_pipeline_flags
     from ..registry import RERANKERS, RETRIEVERS
 
     if store:
         add_corpus_flags(p, required=False)
         p.add_argument("--store", help="an index store: its current version (or --version) instead of --corpus")
         p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
+    p.add_argument("--config", metavar="FILE", type=typed(read_pipeline_flags), help="a pipeline file (TOML/YAML "
+                   "of the flag names below, as a sweep writes best.toml); flags given override it")
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")
     r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")
@@ -305,18 +308,18 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
 
 
 def pipeline_flags(args: Any) -> dict[str, Any]:
-    """The pipeline flags that were given, by their config names."""
+    """The pipeline flags that were given, by their config names, over those of ``--config FILE`` (its flags, read
+    when parsed; its ``candidates`` and ``filter`` are read by :func:`load_pipeline` and :func:`filters`)."""
     from ..pipeline import PIPELINE_KEYS
 
-    flags = {k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
-             and getattr(args, k, None) is not None}
+    flags = {k: v for k, v in (getattr(args, "config", None) or {}).items() if k not in ("candidates", "filter")}
+    flags.update({k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
+                  and getattr(args, k, None) is not None})
     if getattr(args, "milvus_token", None):  # the engine reads it from the environment: never part of a config
         os.environ["MILVUS_TOKEN"] = args.milvus_token
-    # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None
+    # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None; --query-prefix and
+    # --passage-prefix land in opt_ too (the embedder's typed options)
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
-    for key in ("query_prefix", "passage_prefix"):  # typed embedder options of the pipeline (EMBEDDER_KEYS)
-        if getattr(args, key, None) is not None:
-            flags[key] = getattr(args, key)
     return flags
 
 
@@ -365,13 +368,14 @@ def pipeline_config(args: Any, **extra: Any):
 
 
 def filters(args: Any) -> str | None:
-    """The --filter expressions as one expression (each flag ANDed), validated now."""
-    if not getattr(args, "filter", None):
+    """The --filter expressions as one expression (each flag ANDed), validated now; without --filter, the
+    ``filter`` of the --config file."""
+    if not (exprs := getattr(args, "filter", None) or [f for f in [(args.config or {}).get("filter")] if f]):
         return None
     from ..retrieve.filters import combine_filters
 
-    combine_filters(args.filter)  # a syntax error fails before anything is built
-    return args.filter[0] if len(args.filter) == 1 else " and ".join(f"({f})" for f in args.filter)
+    combine_filters(exprs)  # a syntax error fails before anything is built
+    return exprs[0] if len(exprs) == 1 else " and ".join(f"({f})" for f in exprs)
 
 
 def load_pipeline(args: Any):
@@ -379,7 +383,7 @@ def load_pipeline(args: Any):
     from ..registry import RERANKERS
     from ..store import open_pipeline
 
-    if getattr(args, "candidates", None) and not args.rerank:
+    if getattr(args, "candidates", None) and not (args.rerank or (args.config or {}).get("rerank")):
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
     if args.store_version and not args.store:
         raise ConfigError("--version selects a version of --store; give --store too")
@@ -388,7 +392,8 @@ def load_pipeline(args: Any):
     if args.store is not None and args.corpus is not None:
         raise ConfigError("give --corpus or --store, not both")
     return open_pipeline(corpus=args.corpus, store=args.store, version=args.store_version, flags=pipeline_flags(args),
-                         candidates=(args.candidates or [50])[0], show_progress=True)
+                         candidates=(args.candidates or [(args.config or {}).get("candidates", 50)])[0],
+                         show_progress=True)
 
 
 # -- subcommands with the usual inputs ---------------------------------------------------------------------------

@@ -13,13 +13,14 @@ from dataclasses import dataclass, replace
 from typing import Any
 from pathlib import Path
 
-from ..config import NONE_FLAG, _hints, config_key
+from ..config import NONE_FLAG, Config, _hints, config_key
 from ..embed import DEFAULT_EMBEDDER
 from ..embed.spec import PREFIX_OPTIONS, split_prefixes
 from ..errors import ConfigError
 from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, did_you_mean
 
-__all__ = ["PipelineConfig", "option_owners", "option_types", "ALIASES", "PIPELINE_KEYS", "EMBEDDER_KEYS",
+__all__ = ["PipelineConfig", "file_flags", "read_pipeline_flags", "option_owners", "option_types", "ALIASES",
+           "PIPELINE_KEYS", "EMBEDDER_KEYS",
            "RERANK_PREFIX", "DEFAULT_RETRIEVER", "token_unit"]
 
 # names that older files used for today's options
@@ -71,6 +72,61 @@ def _embedder_options(name: str, options: dict[str, Any]) -> tuple[str, dict[str
     return base, _minimal(entry, options, {}) if options else {}
 
 
+def read_pipeline_flags(path: str | Path) -> dict[str, Any]:
+    """The flags of a pipeline file (TOML or YAML, as :meth:`PipelineConfig.to_toml` writes it), through
+    :func:`file_flags`; errors say what to fix."""
+    from ..config import read_config_file
+
+    return file_flags(read_config_file(str(path)))
+
+
+def file_flags(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Flag names read from a pipeline file, with ``"none"`` made None where the option may be None (``stemmer =
+    "none"``, as ``--stemmer none``): TOML has no null."""
+    types = {**option_types("chunker"), **option_types("retriever"),
+             **{RERANK_PREFIX + k: t for k, t in option_types("reranker").items()}}
+    out = {}
+    for k, v in data.items():
+        name = ALIASES.get(str(k).replace("-", "_"), str(k).replace("-", "_"))
+        hint = types.get(name)
+        if v == "none" and hint is not None and type(None) in getattr(hint, "__args__", ()):
+            v = None
+        out[k] = v
+    return out
+
+
+def _toml_key(key: str) -> str:
+    import re
+
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else _toml_value(key)
+
+
+def _toml_value(value: Any) -> str:
+    """A TOML value for a flag: booleans, integers, finite floats (``repr`` reads back to the same float), strings
+    (escaped as TOML basic strings) and lists of those."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ConfigError(f"a pipeline file holds finite numbers, got {value!r}")
+        return repr(value)
+    if isinstance(value, str):
+        out = []
+        for ch in value:
+            if ch in '"\\':
+                out.append("\\" + ch)
+            elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+                out.append(f"\\u{ord(ch):04X}")
+            else:
+                out.append(ch)
+        return '"' + "".join(out) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise ConfigError(f"a pipeline file holds strings, numbers, booleans and lists, got {value!r}")
+
+
 def option_owners(stage: str) -> dict[str, list[str]]:
     """For the chunker or retriever stage: option name -> the entries that take it (for flags and grid keys)."""
     registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS}[stage]
@@ -105,8 +161,11 @@ def token_unit(tokenizer: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
-class PipelineConfig:
-    """The whole retrieval pipeline as one validated, hashable value.
+class PipelineConfig(Config):
+    """The whole retrieval pipeline as one validated, hashable value: a :class:`~ragtune.config.Config` whose
+    :meth:`to_dict`/:meth:`from_dict` use flat flag names (what grids, flags, manifests and pipeline files hold,
+    each option checked by its stage's typed config) and which round-trips exactly through TOML
+    (:meth:`to_toml`, :meth:`from_toml`, :meth:`from_file`).
 
     Options are stored as sorted ``(name, value)`` tuples and normalised: an option equal to its
     default is dropped, so two spellings of one configuration share one :attr:`key`. Each stage's options are
@@ -345,6 +404,40 @@ class PipelineConfig:
             flat.setdefault("retriever", "bm25")
             return cls.from_flags(flat)
         return cls.from_flags(data)
+
+    # -- files (what a sweep recommends; eval, index build and serve take it with --config) ----------------------
+    def to_toml(self) -> str:
+        """The configuration as a TOML file of flat flag names (:meth:`to_dict`), which :meth:`from_toml` and
+        :meth:`from_file` read back into an equal configuration (same :attr:`key`). An option set to None where its
+        default is not None (``stemmer``) is written ``"none"``, as on the command line."""
+        lines = [f"# ragtune pipeline {' '.join(self.label.split())}",
+                 "# ragtune eval / index build / serve --config FILE (flags given on the command line override it)"]
+        for k, v in self.to_dict().items():
+            if v is None and k == "prefix":
+                continue  # unset: resolved per corpus
+            lines.append(f"{_toml_key(k)} = {_toml_value('none' if v is None else v)}")
+        return "\n".join(lines) + "\n"
+
+    @classmethod
+    def from_toml(cls, text: str) -> "PipelineConfig":
+        """Read :meth:`to_toml` output (or any TOML table of flag names)."""
+        import tomllib
+
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"cannot parse the pipeline TOML: {str(e).splitlines()[0]}") from None
+        return cls.from_flags(file_flags(data))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> "PipelineConfig":
+        """A TOML (or YAML) pipeline file, as :meth:`to_toml` writes and ``--config`` takes."""
+        return cls.from_flags(read_pipeline_flags(path))
+
+    def index_config(self) -> "PipelineConfig":
+        """This configuration without what applies at query time (reranker, candidates, filter): what an index
+        store version holds."""
+        return replace(self, rerank=None, rerank_options=(), candidates=50, filter=None)
 
     @property
     def key(self) -> str:

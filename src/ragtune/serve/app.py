@@ -39,13 +39,15 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from ..errors import APIError, ConfigError, EngineError, MissingDependencyError, RagtuneError, StoreError
 from ..http import redact_text, redact_urls
 from .guard import install_loop_guard, notice
 
-__all__ = ["create_app", "app_from_env", "serving_loader", "PipelineHolder", "check_bind", "check_port",
+__all__ = ["create_app", "app_from_env", "serving_loader", "check_serving_config", "PipelineHolder", "check_bind",
+           "check_port",
            "MAX_BODY_BYTES", "MAX_QUERY_CHARS", "MAX_K", "SETTINGS_ENV", "KEY_ENV", "host_allowed", "clip_inputs",
            "MAX_ECHO_CHARS"]
 
@@ -126,16 +128,44 @@ def _milvus_pipeline(store, vid: str):
                     tuple(parents), reranker, config.candidates, v.id, config)
 
 
-def serving_loader(store):
+def check_serving_config(pipeline: Any, version: Any) -> None:
+    """A ConfigError unless ``pipeline`` describes the chunking, retrieval and embedder ``version`` was built with
+    (the index is what it is: build a version from the same file with ``index build --config``). Filters are
+    chosen per request, so a pipeline with one is refused too."""
+    from ..pipeline import PipelineConfig
+
+    if pipeline.filter:
+        raise ConfigError(f"filter {pipeline.filter!r}: the server takes filters per request (the filter field of "
+                          "/search and /answer); drop filter from the pipeline file")
+    built = PipelineConfig.from_dict(version.manifest["config"])
+    mine = pipeline.resolved(version.manifest["corpus"]["kind"])
+    if mine.index_key != built.index_key:
+        raise ConfigError(f"version {version.id} was built as {built.label}, the pipeline file describes "
+                          f"{mine.label}: build a version from the file (ragtune index build --config FILE) or "
+                          "serve another store")
+
+
+def serving_loader(store, pipeline=None):
     """How a server loads (and warms) a version of ``store``: from Milvus with no local copy when the version
-    lives in Milvus, else the whole index into this process's memory."""
+    lives in Milvus, else the whole index into this process's memory. ``pipeline`` (a
+    :class:`~ragtune.pipeline.PipelineConfig`, from ``serve --config FILE``) must describe the version's chunking,
+    retrieval and embedder (:func:`check_serving_config`); its reranker is added."""
     from ..store import load_pipeline
 
     def load(vid: str):
         v = store.get(vid)
+        if pipeline is not None:
+            check_serving_config(pipeline, v)
         if (v.manifest.get("engine") or {}).get("name") == "milvus":
-            return warm_up(_milvus_pipeline(store, vid))
-        return warm_up(load_pipeline(store, vid))
+            p = _milvus_pipeline(store, vid)
+        else:
+            p = load_pipeline(store, vid)
+        if pipeline is not None and pipeline.rerank:
+            from ..registry import RERANKERS
+
+            p = p.with_reranker(RERANKERS.build(pipeline.rerank, options=pipeline.reranker_config()),
+                                pipeline.candidates)
+        return warm_up(p)
 
     return load
 
@@ -483,9 +513,13 @@ def _valid_text(name: str, v: str) -> None:
 
 def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | None = None, generator: str = "extractive",
                gate: float | None = None, docs: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
-               telemetry=None, holder: PipelineHolder | None = None, host: str | None = "127.0.0.1"):
+               telemetry=None, holder: PipelineHolder | None = None, host: str | None = "127.0.0.1",
+               pipeline: Any = None):
     """The FastAPI app over the store at ``store_dir``.
 
+    ``pipeline``: the :class:`~ragtune.pipeline.PipelineConfig` of ``serve --config FILE`` (a mapping of flag
+    names, as in the workers' settings, is read with ``from_dict``): it must describe each version served, and
+    its reranker reranks every search.
     ``log_path``: the telemetry log (None: no logging); a log that cannot be opened
     leaves logging off with a warning on stderr, and the app starts anyway.
     ``telemetry``: a ready :class:`~ragtune.serve.telemetry.TelemetryWriter` instead.
@@ -512,7 +546,11 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     from .telemetry import TelemetryWriter
 
     store = IndexStore(store_dir)
-    holder = holder or PipelineHolder(store)
+    if isinstance(pipeline, Mapping):
+        from ..pipeline import PipelineConfig
+
+        pipeline = PipelineConfig.from_dict(pipeline)
+    holder = holder or PipelineHolder(store, loader=serving_loader(store, pipeline) if pipeline is not None else None)
     gen = _GuardedGenerator(make_generator(generator))
     gate_ = ConfidenceGate(gate) if gate is not None else None
     writer = telemetry if telemetry is not None else TelemetryWriter(log_path)

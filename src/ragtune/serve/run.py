@@ -11,7 +11,7 @@ from ..errors import ConfigError, MissingDependencyError, TelemetryError
 from ..config import Opt
 from ..embed import DEFAULT_EMBEDDER
 
-__all__ = ["run_server", "open_log", "find_gaps", "export_log"]
+__all__ = ["run_server", "serving_config", "open_log", "find_gaps", "export_log"]
 
 
 def run_server(
@@ -33,12 +33,18 @@ def run_server(
     request_timeout: Annotated[float | None, Opt("seconds a connection has to send a whole request (head and body) "
                                                  "after it opens or after its last response (default 10)",
                                                  lo=0.1, hi=3600)] = None,
+    config: Annotated[str | None, Opt("a pipeline file (TOML or YAML, as a sweep writes best.toml): its chunking, "
+                                      "retrieval and embedder must be the store's; its reranker reranks every "
+                                      "search", metavar="FILE")] = None,
 ) -> None:
     """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted.
 
     With ``workers`` > 1, uvicorn runs that many processes accepting on one socket; each builds its app with
     :func:`ragtune.serve.app.app_from_env` from settings passed in the environment (the API key in a variable of
     its own, never on a command line) and appends to the same telemetry log.
+
+    ``config``: a pipeline file (:func:`serving_config`), checked against the current version before the server
+    starts; its reranker reranks every search.
 
     Each process caps its connections below its open-file limit and gives each connection ``request_timeout``
     seconds to send a request (:mod:`ragtune.serve.guard`); a ``log_path`` that exists and is not a regular file
@@ -62,6 +68,7 @@ def run_server(
             check_log_path(log_path)  # a FIFO would block the server's start; a folder or device is no log either
         except TelemetryError as e:
             raise ConfigError(str(e)) from None
+    pipeline = serving_config(store, config) if config else None
     if warning:
         print(warning, file=sys.stderr)
     os.environ[LIMITS_ENV] = json.dumps({"max_connections": max_connections, "request_timeout": request_timeout})
@@ -74,7 +81,7 @@ def run_server(
              "timeout_keep_alive": KEEP_ALIVE_S, "log_level": "warning"}
     if workers == 1:
         app = create_app(store, api_key=api_key, log_path=log_path, generator=generator, gate=gate, docs=docs,
-                         host=host)
+                         host=host, pipeline=pipeline)
         print(f"serving {store} (version {app.state.holder.version}) on http://{host}:{port}{tail}", file=sys.stderr)
         uvicorn.run(app, host=host, port=port, workers=1, **guard)
         return
@@ -87,7 +94,7 @@ def run_server(
     make_generator(generator)
     os.environ[SETTINGS_ENV] = json.dumps({"store": os.path.abspath(store), "generator": generator, "gate": gate,
                                            "docs": docs, "log_path": os.path.abspath(log_path) if log_path else None,
-                                           "host": host})
+                                           "host": host, "pipeline": pipeline.to_dict() if pipeline else None})
     if api_key:
         os.environ[KEY_ENV] = api_key
     else:
@@ -97,6 +104,20 @@ def run_server(
     # a worker loading a model may not answer uvicorn's health ping for a while: give it a minute, not 5 s
     uvicorn.run("ragtune.serve.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 timeout_worker_healthcheck=60, **guard)
+
+
+def serving_config(store: str, path: str):
+    """The pipeline file ``path`` (TOML or YAML of flag names, as a sweep writes ``best.toml`` and ``eval`` and
+    ``index build`` take it) as a :class:`~ragtune.pipeline.PipelineConfig`, checked against the current version
+    of ``store`` (:func:`~ragtune.serve.app.check_serving_config`): what ``serve --config FILE`` loads."""
+    from ..pipeline import PipelineConfig
+    from ..store import IndexStore
+
+    from .app import check_serving_config
+
+    pipeline = PipelineConfig.from_file(path)
+    check_serving_config(pipeline, IndexStore(store).get())
+    return pipeline
 
 
 def open_log(path: str):

@@ -217,9 +217,22 @@ class SweepResult:
             **({"search": self.search} if self.search is not None else {}),
         }
 
+    def recommended(self) -> dict:
+        """The record of the configuration the sweep recommends: the one chosen on the selection questions with a
+        holdout share, else the best ranked."""
+        chosen = (self.selection() or {}).get("chosen") if self.grid.holdout and not self.grid.folds else None
+        return next((r for r in self.records if r["key"] == chosen), None) or self.ranked()[0]
+
     def write(self, out_dir: str | os.PathLike[str]) -> Path:
+        """``results.json``, and ``best.toml``: the recommended configuration as a pipeline file that
+        ``ragtune eval``, ``index build`` and ``serve`` take unchanged (``--config best.toml``)."""
+        from ..io import write_atomic
+        from ..pipeline import PipelineConfig
+
         path = Path(out_dir) / "results.json"
         path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        if self.records:
+            write_atomic(Path(out_dir) / "best.toml", PipelineConfig.from_dict(self.recommended()["spec"]).to_toml())
         return path
 
     def table(self, *, limit: int | None = None) -> str:
