@@ -54,12 +54,13 @@ def render_chunking(chunker: Any, n_docs: int, chunks: Sequence[Any], parents: S
     return "\n".join(lines)
 
 
-def render_search(ranking: Any) -> str:
+def render_search(ranking: Any, warm_up_s: float = 0.0) -> str:
     lines = [] if ranking.hits else ["no results (no query term occurs in the corpus)"]
     for i, h in enumerate(ranking.hits, start=1):
         lines.append(f"{i:>3}. {h.score:7.3f}  {_shown(h.chunk.anchor)}\n       {' '.join(h.chunk.text.split())[:100]}")
     stages = ", ".join(f"{s} {t * 1000:.1f}" for s, t in ranking.timings.items())
-    lines.append(f"({sum(ranking.timings.values()) * 1000:.1f} ms: {stages})")
+    warm = f"; models loaded before it in {warm_up_s * 1000:.0f} ms" if warm_up_s >= 0.0005 else ""
+    lines.append(f"({sum(ranking.timings.values()) * 1000:.1f} ms: {stages}{warm})")
     return "\n".join(lines)
 
 

@@ -192,6 +192,12 @@ class CachedEmbedder:
         self._keys: dict[str, str] = {}  # text -> input key, memoised in process (sweeps re-embed the same texts)
         self._queries: dict[str, np.ndarray] | None = None
 
+    def warm_up(self) -> None:
+        """Load the wrapped model now, when it loads lazily (``inner.warm_up``)."""
+        fn = getattr(self.inner, "warm_up", None)
+        if callable(fn):
+            fn()
+
     @property
     def model_id(self) -> str:
         return self.inner.model_id

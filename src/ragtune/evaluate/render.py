@@ -63,6 +63,8 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
     if lat:
         stages = ", ".join(f"{s} p50 {v['p50']:.1f} p95 {v['p95']:.1f}" for s, v in lat.get("stages", {}).items())
         lines.append(f"search latency ms: p50 {lat['p50']:.1f}  p95 {lat['p95']:.1f}" + (f"  ({stages})" if stages else ""))
+        if lat.get("warm_up_ms") is not None:
+            lines.append(f"model warm-up before the first timed search: {lat['warm_up_ms']:.0f} ms (not in the latency)")
     if result.by_tag:
         lines.append("")
         cols = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]

@@ -8,7 +8,7 @@ import numpy as np
 
 from ..types import Ranking
 
-__all__ = ["Retriever", "check_query", "search", "top_k"]
+__all__ = ["Retriever", "check_query", "search", "top_k", "warm_up"]
 
 
 @runtime_checkable
@@ -31,6 +31,17 @@ def check_query(query: Any, *, max_chars: int = 10_000) -> str:
     if len(query) > max_chars:
         raise ConfigError(f"the query has {len(query)} characters; the limit is {max_chars}")
     return query
+
+
+def warm_up(component: Any) -> None:
+    """Load now what ``component`` would load in its first call (model sessions, tokenizers), so that call is
+    timed like the others: its ``warm_up()``, when it has one (the Haystack convention: cheap constructors,
+    models loaded in ``warm_up``). Wrappers (hybrid, reranked, parents, the dense retriever, a cached embedder)
+    pass it on to what they wrap, so warming a pipeline's retriever warms every model under it; a component
+    without ``warm_up`` loads on first use as before."""
+    fn = getattr(component, "warm_up", None)
+    if callable(fn):
+        fn()
 
 
 def search(retriever: Retriever, query: str, k: int, filters: Any = None) -> Ranking:

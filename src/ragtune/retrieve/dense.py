@@ -28,7 +28,7 @@ from ..config import Config, Opt
 from ..errors import ConfigError, MissingDependencyError
 from ..progress import note
 from ..types import Chunk, Hit, Ranking
-from .base import top_k
+from .base import top_k, warm_up
 from .filters import ChunkFilter
 
 __all__ = ["ANN_AUTO_CHUNKS", "AnnSetting", "DenseConfig", "DenseRetriever", "SavedGraph", "resolve_ann"]
@@ -141,6 +141,10 @@ class DenseRetriever:
             self.ann_loaded = self._ann is not None
         if use and self._ann is None:
             self._ann = self._build_ann()
+
+    def warm_up(self) -> None:
+        """Load the query embedder's model now (see :func:`ragtune.retrieve.base.warm_up`)."""
+        warm_up(self.embedder)
 
     @classmethod
     def build(cls, chunks: Sequence[Chunk], embedder, *, ann: AnnSetting = "auto",

@@ -11,7 +11,7 @@ from typing import Annotated
 from ..config import Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
-from .base import Retriever
+from .base import Retriever, warm_up
 
 __all__ = ["rrf", "HybridConfig", "HybridRetriever"]
 
@@ -70,6 +70,10 @@ class HybridRetriever:
         self.depth = depth
         self.config = {"fuse": "rrf", "rrf_k": k, "weights": self.weights, "depth": depth,
                        "retrievers": [{"name": getattr(r, "name", "?"), **_config_dict(r)} for r in self.retrievers]}
+
+    def warm_up(self) -> None:
+        for r in self.retrievers:
+            warm_up(r)
 
     def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         n = max(self.depth, k)

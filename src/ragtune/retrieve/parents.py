@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
-from .base import Retriever
+from .base import Retriever, warm_up
 
 __all__ = ["ParentRetriever"]
 
@@ -24,6 +24,9 @@ class ParentRetriever:
         self.parents = dict(parents)
         self.name = f"{inner.name}>parents"
         self.config = getattr(inner, "config", None)
+
+    def warm_up(self) -> None:
+        warm_up(self.inner)
 
     def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         depth = max(4 * k, k)

@@ -28,7 +28,7 @@ import numpy as np
 from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, MissingDependencyError
 from ..types import Hit, Ranking
-from .base import Retriever
+from .base import Retriever, warm_up
 
 __all__ = ["Reranker", "RerankerConfig", "EmbeddingReranker", "EmbeddingRerankerConfig", "CrossEncoderReranker",
            "CrossEncoderConfig", "RerankedRetriever", "fuse_with_first_stage", "truncate_to_window", "MODES",
@@ -111,6 +111,9 @@ class EmbeddingReranker:
         self.embedder = embedder
         self.mode, self.fuse_k = _mode_options(mode, fuse_k)
         self.config = {"embedder": embedder.model_id, "mode": self.mode, "fuse_k": self.fuse_k}
+
+    def warm_up(self) -> None:
+        warm_up(self.embedder)
 
     def rerank(self, query: str, ranking: Ranking) -> Ranking:
         t0 = time.perf_counter()
@@ -244,6 +247,10 @@ class RerankedRetriever:
         self.name = f"{base.name}+{reranker.name}"
         self.config = {"base": getattr(base, "config", None), "reranker": getattr(reranker, "config", None),
                        "candidates": candidates}
+
+    def warm_up(self) -> None:
+        warm_up(self.base)
+        warm_up(self.reranker)
 
     def search(self, query: str, k: int = 10, filters=None) -> Ranking:
         base = self.base.search(query, k=max(k, self.candidates), filters=filters)
