@@ -70,6 +70,9 @@ def test_endpoints_validation_and_key(served):
     code, body = call(url, "/answer", {"query": "How long do refunds take after a cancelled order?"}, key="s3cret")
     assert code == 200 and body["outcome"] == "answered"
     assert body["citations"][0]["anchor"].startswith("billing/refunds.md") and body["citations"][0]["end"] > 0
+    cited = body["citations"][0]  # the source lines of the markdown file the span covers (issue 39 item 15)
+    text = DOCS[cited["doc_id"]]
+    assert cited["location"]["line"] == text.count("\n", 0, cited["start"]) + 1
     code, body = call(url, "/answer", {"query": "Do you sell gift cards?"}, key="s3cret")
     assert code == 200 and body["outcome"] == "not_found"
     code, body = call(url, "/versions", key="s3cret")

@@ -743,7 +743,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         version, pipeline = holder.get()
         t0 = time.perf_counter()
         ans, ranking = run(lambda: answer_question(pipeline.retriever, req.query, gen, k=req.k, gate=gate_,
-                                                   filters=req.filters))
+                                                   filters=req.filters, documents=pipeline.corpus))
         latency = (time.perf_counter() - t0) * 1000
         writer.submit(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,  # never blocks
                       filters=req.filters, latency_ms=latency, source="server",
