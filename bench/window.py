@@ -30,7 +30,7 @@ from ragtune.registry import CHUNKERS
 
 WAYS = {
     "whole": {"retriever": "hybrid", "chunker": "section", "max_tokens": 0},
-    "pieces": {"retriever": "hybrid", "chunker": "section"},
+    "pieces": {"retriever": "hybrid", "chunker": "section", "max_tokens": 256},
     "parents": {"retriever": "hybrid", "chunker": "small_to_big", "parent": "section", "size": 256},
 }
 KEYS = ("recall@5", "recall@10", "recall@20", "mrr", "ndcg@10")
