@@ -69,9 +69,16 @@ def test_the_file_a_sweep_writes_is_taken_unchanged_by_eval_index_build_and_serv
     # index build: the index part; the reranker is left for query time
     store = tmp_path / "store"
     assert main(["index", "build", "--store", str(store), "--corpus", str(docs), "--config", str(best)]) == 0
+    capsys.readouterr()
     version = IndexStore(store).get()
     built = PipelineConfig.from_dict(version.manifest["config"])
     assert built.index_key == expected.resolved("markdown").index_key and built.rerank is None
+
+    # eval over the store: the file restates the version, so it is no contradiction; its reranker is added
+    assert main(["eval", "--store", str(store), "--golden", str(golden), "--config", str(best), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["pipeline"]["rerank"] == "embedding"
+    assert main(["eval", "--store", str(store), "--golden", str(golden), "--config", str(best), "--size", "80"]) == 2
+    assert "come from the stored version; drop --" in capsys.readouterr().err
 
     # serve: the file is checked against the version and its reranker reranks every search
     served = serving_config(str(store), str(best))

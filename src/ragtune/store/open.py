@@ -3,6 +3,7 @@ adapters call when a user names one or the other."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,12 +39,30 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
     milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
     if flags.get("engine") == "milvus":  # says what the version already says
         flags.pop("engine")
-    bad = ["--" + k.replace("_", "-") for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
-    if bad:
+    index_keys = [k for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
+    if index_keys and not _restates(IndexStore(store), version, {k: flags[k] for k in index_keys}):
+        bad = ["--" + k.replace("_", "-") for k in index_keys]
         raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
                           f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
+    flags = {k: v for k, v in flags.items() if k not in index_keys}
     p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri)
     if not flags:
         return p
     cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})
-    return p.with_reranker(RERANKERS.build(cfg.rerank, options=cfg.reranker_config()), candidates)
+    reranked = p.with_reranker(RERANKERS.build(cfg.rerank, options=cfg.reranker_config()), candidates)
+    return dataclasses.replace(reranked, config=cfg)  # what eval records: the version's configuration, reranked
+
+
+def _restates(store: IndexStore, version: str | None, given: Mapping[str, Any]) -> bool:
+    """Whether the chunking, retrieval and embedder options ``given`` (a pipeline file's, such as the best.toml a
+    sweep writes) describe the stored version as it was built: then they are no contradiction."""
+    v = store.get(version)
+    stored = PipelineConfig.from_dict(v.manifest["config"])
+    kind = v.manifest["corpus"]["kind"]
+    for flags in ({**stored.to_dict(), **given}, given):
+        try:
+            if PipelineConfig.from_flags(flags).resolved(kind).index_key == stored.index_key:
+                return True
+        except ConfigError:
+            continue
+    return False
