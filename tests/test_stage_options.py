@@ -98,5 +98,11 @@ def test_prefixes_are_typed_embedder_options_of_the_pipeline(tmp_path):
         PipelineConfig.from_flags({"retriever": "dense", "embedder": str(folder), "query_prefx": "query: "})
     with pytest.raises(ConfigError, match=r"embedder option\(s\) 'threads' are not part of a pipeline"):
         PipelineConfig(retriever="dense", embedder=str(folder), embedder_options={"threads": 2})
+    # a sweep grid varies them as keys of their own
+    from ragtune.sweep import parse_grid
+
+    grid = parse_grid({"metric": "recall@5", "baseline": {"retriever": "bm25"},
+                       "grid": {"retriever": ["dense"], "embedder": [str(folder)], "query_prefix": ["query: ", ""]}})
+    assert {s.embedder_options for s in grid.specs} >= {(("query_prefix", "query: "),), ()}
     with pytest.raises(ConfigError, match="query_prefix 'a|b' cannot contain '|'"):
         PipelineConfig(retriever="dense", embedder=str(folder), embedder_options={"query_prefix": "a|b"})
