@@ -127,3 +127,36 @@ def test_a_worker_with_another_ragtune_release_refuses_the_task(local_ray):
 
     with pytest.raises(ConfigError, match="same ragtune release on every node"):
         _get(local_ray, _remote(local_ray, _embed_batch).remote("minilm", ["a text"], "0.0.0-other"))
+
+
+def test_a_search_runs_on_ray_with_the_trials_of_a_local_search(local_ray, tmp_path, monkeypatch):
+    from ragtune.sweep import LocalExecutor, Search, SweepJob, parse_space
+    from ragtune.sweep.runner import SweepProgress
+
+    corpus = load_corpus(write_files(tmp_path / "c", SWEEP_DOCS))
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", golden_rows(SWEEP_QUESTIONS)))
+    grid, space = parse_space({**{k: v for k, v in GRID.items() if k != "grid"},
+                               "space": {"chunker": ["fixed", "section"], "size": [8, 40], "prefix": [False, True],
+                                         "retriever": ["bm25"]}})
+    search = Search(grid, space, sampler="random", trials=3, prune_share=0)
+    use_cache(monkeypatch, tmp_path / "cache-local")
+    local = sweep(corpus, golden, search, tmp_path / "local", show_progress=False)
+    use_cache(monkeypatch, tmp_path / "cache-ray")
+    remote = sweep(corpus, golden, search, tmp_path / "ray", show_progress=False,
+                   executor=RaySweepExecutor(RayOptions()))
+    trials = [[(t["params"], t["key"], t["value"], t["state"]) for t in r.search["studies"][0]["trials"]]
+              for r in (local, remote)]
+    assert trials[0] == trials[1] and len(trials[1]) == 3
+    assert ranking(tmp_path / "ray") == ranking(tmp_path / "local")
+    assert list((tmp_path / "cache-ray" / "chunks").glob("*.jsonl"))  # the workers chunked, in the cache given
+    # a trial's first-questions run (what pruning scores) is a Ray task too, untimed, with the local scores
+    spec = grid.resolved(corpus.kind).baseline
+    job = SweepJob(corpus, golden, grid.resolved(corpus.kind), questions=frozenset({"p1", "s1", "e1"}), timed=False)
+    (_, on_ray), = RaySweepExecutor(RayOptions()).run(job, [(1, spec)], SweepProgress(1, False))
+    (_, here), = LocalExecutor().run(job, [(1, spec)], SweepProgress(1, False))
+    assert on_ray["stats"]["latency_ms"] is None and [q["id"] for q in on_ray["result"]["questions"]] == \
+        ["p1", "s1", "e1"]
+    def scored(record):  # each question's latency is measured where it ran
+        return [{k: v for k, v in q.items() if k != "latency_ms"} for q in record["result"]["questions"]]
+
+    assert scored(on_ray) == scored(here) and on_ray["result"]["metrics"] == here["result"]["metrics"]

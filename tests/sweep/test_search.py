@@ -11,8 +11,9 @@ optuna = pytest.importorskip("optuna")
 from ragtune import load_corpus, load_golden  # noqa: E402
 from ragtune.cli import main  # noqa: E402
 from ragtune.errors import GridError  # noqa: E402
-from ragtune.pipeline import PipelineConfig  # noqa: E402
-from ragtune.sweep import Search, load_plan, parse_grid, parse_space, sweep  # noqa: E402
+from ragtune.golden import GoldenSet  # noqa: E402
+from ragtune.pipeline import PipelineConfig, Resources, build_pipeline, run_eval  # noqa: E402
+from ragtune.sweep import LocalExecutor, Search, load_plan, parse_grid, parse_space, sweep  # noqa: E402
 from ragtune.sweep.holdout import fold_questions, split_questions  # noqa: E402
 from tests.helpers import SWEEP_DOCS, SWEEP_GRID, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl  # noqa: E402
 from tests.sweep.noise import noise_corpus, noise_retriever  # noqa: E402
@@ -326,3 +327,56 @@ def test_a_trial_a_killed_run_left_running_is_asked_again(small):
     assert PipelineConfig.from_flags(flags, strict=False).resolved(corpus.kind).key == trials[-1]["key"]
     states = [t.state for t in optuna.load_study(study_name=study.study_name, storage=storage).trials]
     assert states.count(optuna.trial.TrialState.FAIL) == 1
+
+
+class RecordingExecutor:
+    """A sweep executor (the :class:`ragtune.sweep.Executor` protocol) that notes every configuration it is given,
+    with the questions and timing of its job, and runs it locally."""
+
+    def __init__(self):
+        self.inner = LocalExecutor()
+        self.calls = []
+
+    def run(self, job, todo, progress):
+        for i, spec in todo:
+            self.calls.append((spec.key, job.questions, job.timed))
+        yield from self.inner.run(job, todo, progress)
+
+
+def test_a_search_evaluates_every_configuration_through_its_executor_with_the_scores_of_a_local_run(tmp_path):
+    with noise_retriever():
+        c, g = noise_corpus(tmp_path)
+        corpus, golden = load_corpus(c), load_golden(g)
+        grid, s = parse_space({"metric": "recall@5", "samples": 200, "seed": 1,
+                               "baseline": {"chunker": "document", "retriever": "noise"},
+                               "space": {"chunker": ["document"], "retriever": ["noise"],
+                                         "salt": {"low": 1, "high": 10_000}}})
+        search = Search(grid, s, sampler="random", trials=10, prune_share=0.3)
+        recorder = RecordingExecutor()
+        res = sweep(corpus, golden, search, tmp_path / "rec", show_progress=False, executor=recorder)
+        default = sweep(corpus, golden, search, tmp_path / "default", show_progress=False)
+        trials = res.search["studies"][0]["trials"]
+        pruned = [t for t in trials if t["state"] == "pruned"]
+        complete = [t for t in trials if t["state"] == "complete"]
+        assert pruned and complete and not any(t["cached"] for t in trials)
+        full = [key for key, questions, timed in recorder.calls if questions is None and timed]
+        first = [(key, questions) for key, questions, timed in recorder.calls if questions is not None and not timed]
+        assert len(full) + len(first) == len(recorder.calls)  # nothing else: a full run, or an untimed first one
+        assert sorted(full) == sorted([res.baseline_key] + [t["key"] for t in complete])  # each run in full once
+        assert {key for key, _ in first} >= {t["key"] for t in pruned}  # pruned ones: first questions only
+        rung = set(split_questions(res.records[0]["result"]["questions"], 0.3, 1)[1])
+        assert all(set(questions) == rung - {q.id for q in golden if not q.answerable} for _, questions in first)
+        # the scores of the default run (the recorder runs an explicit LocalExecutor); and those the search computed
+        # before the executor evaluated its first questions (the pipeline built and evaluated on them here)
+        same = [[(t["params"], t["value"], t["state"], t["rung"]) for t in r.search["studies"][0]["trials"]]
+                for r in (res, default)]
+        assert same[0] == same[1]
+        for t in pruned:
+            spec = PipelineConfig.from_dict(json.loads((tmp_path / "rec" / "partial" / f"{t['key']}.json")
+                                                       .read_text())["spec"])
+            ids = set(json.loads((tmp_path / "rec" / "partial" / f"{t['key']}.json").read_text())["scores"])
+            sub = GoldenSet([q for q in golden if q.id in ids], source=golden.source, labels=golden.labels)
+            direct = run_eval(build_pipeline(corpus, spec, resources=Resources(cache_dir=tmp_path / "cache")), sub,
+                              ks=grid.ks, depth=grid.depth)
+            scores = [q.scores["recall@5"] for q in direct.questions if q.answerable]
+            assert t["rung"] == pytest.approx(sum(scores) / len(scores))

@@ -250,22 +250,39 @@ def run_sweep(corpus: Corpus, golden: GoldenSet, grid: Grid, out_dir: str | os.P
 @dataclass(frozen=True)
 class SweepJob:
     """What every configuration of one sweep is run against: the corpus, the golden set and the grid (its ks,
-    depth)."""
+    depth). ``questions``: the ids of the questions evaluated (default all; a search scores a trial on a first
+    share of them before it runs it in full); ``timed``: whether each configuration's latency is measured (a
+    first-questions run is not timed, and its record's ``latency_ms`` is None)."""
 
     corpus: Corpus
     golden: GoldenSet
     grid: Grid
+    questions: frozenset[str] | None = None
+    timed: bool = True
 
     @property
     def key(self) -> tuple:
-        """Equal for the same corpus, golden set and grid settings (executors keep caches per job)."""
+        """Equal for the same corpus, golden set and grid settings (executors keep caches per job): the jobs of one
+        search, first-questions runs included, share one key, so they share what an executor keeps."""
         return (self.corpus.fingerprint, golden_fingerprint(self.golden), self.grid.ks, self.grid.depth)
+
+    @property
+    def evaluated(self) -> GoldenSet:
+        """The golden set's questions this job evaluates, in their order."""
+        if self.questions is None:
+            return self.golden
+        return GoldenSet([item for item in self.golden if item.id in self.questions], source=self.golden.source,
+                         labels=self.golden.labels)
 
 
 class Executor(Protocol):
     """Runs sweep configurations: ``run(job, todo, progress)`` yields ``(position, record)`` for each
     ``(position, config)`` in ``todo``, in any order, each record what :func:`run_config` returns.
-    ``progress.stage(position, label, stage)`` may be called to show what is running."""
+    ``progress.stage(position, label, stage)`` may be called to show what is running.
+
+    Every configuration ragtune evaluates goes through one: the configurations of a grid, and each trial of a
+    search (:func:`~ragtune.sweep.search.run_search`: its first-questions runs and its full run, one
+    configuration per call, as each suggestion depends on the scores before it), folds included."""
 
     def run(self, job: SweepJob, todo: Sequence[tuple[int, PipelineConfig]],
             progress: Any) -> Iterator[tuple[int, dict]]: ...
@@ -305,27 +322,34 @@ def _resumable(path: Path, spec: PipelineConfig) -> dict | None:
 def run_config(job: SweepJob, spec: PipelineConfig, resources: Resources, *, position: int = 0,
                progress: Any = None) -> dict:
     """One configuration of a sweep, built (through :func:`~ragtune.pipeline.build_pipeline` with the shared
-    ``resources``), evaluated and timed: the run record ``runs/<key>.json`` holds. Executors call this."""
+    ``resources``), evaluated (on ``job.questions``) and timed (unless ``job.timed`` is false): the run record
+    ``runs/<key>.json`` holds. Executors call this."""
     corpus, golden, grid = job.corpus, job.golden, job.grid
     label, i = spec.label, position
     progress = progress or SweepProgress(0, False)
     view = resources.for_embedder(spec.embedder_id)
     query_s = None
     if spec.uses_vectors:
-        memo = f"query_s|{spec.embedder_id}|{golden_fingerprint(golden)}"
+        # every configuration asks the same questions: embed them once (all of them, whichever a job evaluates)
+        fingerprint = golden_fingerprint(golden)
+        memo = f"queries|{spec.embedder_id}|{fingerprint}"
         if memo not in resources.memo:
-            # every configuration asks the same questions: embed them once, time the model once
             view.embedder().memoize_queries([item.q for item in golden])
-            resources.memo[memo] = time_query_embedding(view.embedder(), latency_sample(golden))
-        query_s = resources.memo[memo]
+            resources.memo[memo] = True
+        timed = f"query_s|{spec.embedder_id}|{fingerprint}"
+        if job.timed and timed not in resources.memo:  # and time the model once
+            resources.memo[timed] = time_query_embedding(view.embedder(), latency_sample(golden))
+        query_s = resources.memo.get(timed) if job.timed else None
     progress.stage(i, label, "building")
     pipeline = build_pipeline(corpus, spec, resources=view)
     chunker, stats = pipeline.chunker, pipeline.stats
     progress.stage(i, label, "evaluating")
-    result = run_eval(pipeline, golden, ks=grid.ks, depth=grid.depth, filters=spec.filter)
-    progress.stage(i, label, "timing")
-    latency = time_searches(pipeline.retriever, latency_sample(golden), depth=result.config["depth"],
-                            filters=spec.filter, query_embedding=query_s)
+    result = run_eval(pipeline, job.evaluated, ks=grid.ks, depth=grid.depth, filters=spec.filter)
+    latency = None
+    if job.timed:
+        progress.stage(i, label, "timing")
+        latency = time_searches(pipeline.retriever, latency_sample(golden), depth=result.config["depth"],
+                                filters=spec.filter, query_embedding=query_s)
     return {
         "key": spec.key,
         "label": label,

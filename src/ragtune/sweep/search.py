@@ -6,6 +6,10 @@
 - **Caches**: every configuration a trial evaluates is a sweep run, ``DIR/runs/<key>.json``, through the same
   :func:`~ragtune.sweep.runner.run_sweep` as a grid (same state check, same caches, same records); a configuration
   suggested again, by this study or an earlier one, is served from it and not evaluated again.
+- **The executor** (:class:`~ragtune.sweep.runner.Executor`) evaluates every configuration, as it does a grid's:
+  the baseline, each trial's first-questions runs (a :class:`~ragtune.sweep.runner.SweepJob` on those questions,
+  not timed) and its full run. :class:`~ragtune.sweep.runner.LocalExecutor` (the default) runs them in this
+  process; ``ragtune.scale.RaySweepExecutor`` runs each as a Ray task, with the same scores.
 - **The objective** is the sweep metric's mean over the *selection* questions only: all of them, or, with
   ``holdout``, the ones not held out, so the held-out questions never inform the search (they are scored, as every
   question is, but no trial reads them). With ``folds = K`` there are K searches, one per fold, each on the
@@ -20,12 +24,13 @@
   of the next, each rung judged on its own questions (:func:`_rung_pruner`). Pruned trials are kept in the study
   with their partial score, and listed in ``results.json`` under ``search``; they
   are neither run in full nor latency-timed. Configurations that finish are scored on the same questions from
-  their full run (which reuses the chunking and index the first-questions run built: one
-  :class:`~ragtune.pipeline.Resources` serves the whole search), so the comparison is like for like.
+  their full run (which reuses the chunking and index the first-questions run built: the executor keeps them, one
+  :class:`~ragtune.pipeline.Resources` for the whole search), so the comparison is like for like.
 - **The result** is a :class:`~ragtune.sweep.SweepResult` over the baseline and every configuration evaluated:
   the same table, ``results.json``, report, significance tests and selection as a grid.
 
-Trials run one after the other (each suggestion depends on the scores before it), seeded by ``seed``. A resumed
+Trials run one after the other (each suggestion depends on the scores before it), seeded by ``seed``, on any
+executor: on Ray each trial's runs are tasks on the cluster, one at a time. A resumed
 search continues from the trials stored, so its later suggestions may differ from those of an uninterrupted run.
 """
 
@@ -46,12 +51,12 @@ from ..config import Opt, config_key
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, GridError, MissingDependencyError
 from ..golden import GoldenSet
-from ..pipeline import PipelineConfig, Resources, build_pipeline, run_eval
+from ..pipeline import PipelineConfig, Resources
 from ..progress import note
 from .grid import Grid, load_grid, read_settings_file
 from .holdout import fold_questions, question_scores, split_questions
 from .results import SweepResult, _lower_better, summarize
-from .runner import LocalExecutor, _resumable, _write_atomic, golden_fingerprint, run_sweep
+from .runner import Executor, LocalExecutor, SweepJob, SweepProgress, _resumable, _write_atomic, run_sweep
 from .space import Space, parse_space, share_text
 
 __all__ = ["Search", "load_plan", "run_search", "PRUNE_PERCENTILE"]
@@ -271,9 +276,9 @@ class _Trials:
     selection questions."""
 
     def __init__(self, optuna: Any, corpus: Corpus, golden: GoldenSet, search: Search, out: Path,
-                 resources: Resources, selection: list[str], rungs: list[list[str]], startup: int, show: bool):
+                 executor: Executor, selection: list[str], rungs: list[list[str]], startup: int, show: bool):
         self.optuna, self.corpus, self.golden, self.search, self.out = optuna, corpus, golden, search, out
-        self.resources, self.selection, self.rungs, self.startup, self.show = resources, selection, rungs, startup, show
+        self.executor, self.selection, self.rungs, self.startup, self.show = executor, selection, rungs, startup, show
         self.metric = search.grid.metric
 
     def __call__(self, trial: Any) -> float:
@@ -298,7 +303,7 @@ class _Trials:
         if record is None:
             grid = dataclasses.replace(self.search.grid, specs=(spec,), baseline=spec)  # this one only
             record = run_sweep(self.corpus, self.golden, grid, self.out, show_progress=False,
-                               executor=LocalExecutor(self.resources))[0]
+                               executor=self.executor)[0]
         scores = question_scores(record["result"], self.metric)
         for step, ids in enumerate(self.rungs):  # the same questions' scores from the full run: like for like
             if step >= reported:
@@ -319,7 +324,7 @@ class _Trials:
                  known: dict[str, float] | None = None) -> dict[str, float]:
         """The trial's scores on (at least) the questions ``ids``: those of a rung, cached in ``DIR/partial/``; a
         later rung, given the earlier rung's scores as ``known``, evaluates only the questions they lack (the rungs
-        are nested)."""
+        are nested). The run goes through the search's executor, as a full run does, without latency timing."""
         path = self.out / "partial" / f"{spec.key}.json"
         if known is None and path.exists():
             try:
@@ -332,19 +337,9 @@ class _Trials:
         wanted = set(ids) - set(known)
         if not wanted:
             return known
-        view = self.resources.for_embedder(spec.embedder_id)
-        sub = GoldenSet([i for i in self.golden if i.id in wanted], source=self.golden.source,
-                        labels=self.golden.labels)
-        if spec.uses_vectors:
-            memo = f"queries|{spec.embedder_id}|{golden_fingerprint(self.golden)}"
-            if memo not in self.resources.memo:
-                view.embedder().memoize_queries([item.q for item in self.golden])
-                self.resources.memo[memo] = True
-        grid = self.search.grid
-        result = run_eval(build_pipeline(self.corpus, spec, resources=view), sub, ks=grid.ks, depth=grid.depth,
-                          filters=spec.filter)
-        scores = {**known, **{q.id: (math.nan if q.scores.get(self.metric) is None else float(q.scores[self.metric]))
-                              for q in result.questions if q.answerable}}  # as question_scores reads a record, no JSON
+        job = SweepJob(self.corpus, self.golden, self.search.grid, questions=frozenset(wanted), timed=False)
+        (_, record), = self.executor.run(job, [(1, spec)], SweepProgress(1, False))
+        scores = {**known, **question_scores(record["result"], self.metric)}
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_atomic(path, {"spec": spec.to_dict(), "scores": {k: (None if math.isnan(v) else v)
                                                                  for k, v in scores.items()}})
@@ -366,12 +361,14 @@ def _recover(optuna: Any, study: Any) -> int:
 
 
 def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str | os.PathLike[str], *,
-               show_progress: bool = True, executor: Any = None) -> SweepResult:
+               show_progress: bool = True, executor: Executor | None = None) -> SweepResult:
     """Run (or continue) the search, then summarise every configuration evaluated as a sweep and write
-    ``results.json`` and ``report.html`` into ``out_dir`` (see the module docstring)."""
-    if executor is not None:
-        raise ConfigError("a search runs its trials one after the other in this process (each suggestion depends "
-                          "on the scores before it); leave the executor out, or run a grid on it")
+    ``results.json`` and ``report.html`` into ``out_dir`` (see the module docstring).
+
+    ``executor`` evaluates every configuration, the baseline's and each trial's (its first-questions runs and its
+    full run), as it runs a grid's (:class:`~ragtune.sweep.runner.Executor`; default :class:`LocalExecutor`, one
+    :class:`~ragtune.pipeline.Resources` for the whole search; ``ragtune.scale.RaySweepExecutor`` runs each as a
+    Ray task)."""
     optuna = _optuna()
     from ..embed.cache import default_cache_dir
     from .report import write_report
@@ -379,8 +376,8 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
     t0 = time.perf_counter()
     search = search.resolved(corpus.kind)
     grid, out = search.grid, Path(out_dir)
-    resources = Resources(cache_dir=default_cache_dir(), show_progress=False)
-    base = run_sweep(corpus, golden, grid, out, show_progress=False, executor=LocalExecutor(resources))[0]
+    executor = executor or LocalExecutor(Resources(cache_dir=default_cache_dir(), show_progress=False))
+    base = run_sweep(corpus, golden, grid, out, show_progress=False, executor=executor)[0]
     questions = base["result"]["questions"]
     answerable = {q["id"] for q in questions if q["answerable"]}
     journal = _journal(optuna, out / "search.journal")
@@ -408,7 +405,7 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
             study.pruner = _rung_pruner(optuna, PRUNE_PERCENTILE, startup)
             left = search.trials - done
             if left > 0 and (deadline is None or time.monotonic() < deadline):
-                objective = _Trials(optuna, corpus, golden, search, out, resources, sel, rungs, startup, show_progress)
+                objective = _Trials(optuna, corpus, golden, search, out, executor, sel, rungs, startup, show_progress)
                 shown = [_printer(name, search.trials, grid.metric)] if show_progress else []
                 try:
                     study.optimize(objective, n_trials=left, catch=(ConfigError,),
