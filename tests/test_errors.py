@@ -25,6 +25,7 @@ BUILTIN = {
     "StoreLockedError": ValueError,
     "CurrentMovedError": ValueError,
     "EmptyIndexError": ValueError,
+    "ParameterError": ValueError,
     "APIError": ConnectionError,
     "TrackingError": ConnectionError,
     "EngineError": RuntimeError,

@@ -7,6 +7,7 @@ naturally catch::
     RagtuneError
      +-- ConfigError            (ValueError)         an option or configuration is invalid
           +-- EmptyIndexError                        a chunker produced no chunks: there is nothing to index
+          +-- ParameterError                         parameters that do not go together, or one missing
      +-- CorpusError            (ValueError)         a corpus file is malformed or empty
      +-- CorpusNotFoundError    (FileNotFoundError)  a corpus or golden-set path does not exist
      +-- GoldenSetError         (ValueError)         a golden set file is malformed
@@ -35,6 +36,7 @@ __all__ = [
     "RagtuneError",
     "ConfigError",
     "EmptyIndexError",
+    "ParameterError",
     "CorpusError",
     "CorpusNotFoundError",
     "GoldenSetError",
@@ -66,6 +68,27 @@ class ConfigError(RagtuneError, ValueError):
 
 class EmptyIndexError(ConfigError):
     """The chunker produced no chunks (every document is empty): there is nothing to index."""
+
+
+class ParameterError(ConfigError):
+    """Parameters given together that do not go together, or one that is missing. The message names them as
+    parameters (``give corpus or store, not both``); ``params`` holds those names, in the order of the message's
+    ``{}`` fields (a sequence of names fills one field, joined by commas), and :meth:`respell` writes the message
+    with each name spelt another way: the command line spells them as its flags (``--corpus``)."""
+
+    def __init__(self, template: str, *params: str | tuple[str, ...] | list[str]):
+        self.template, self.params = template, tuple(p if isinstance(p, str) else tuple(p) for p in params)
+        super().__init__(self.respell(str))
+
+    def __reduce__(self):  # pickled (a Ray worker's error) with its parameters, not only its text
+        return type(self), (self.template, *self.params)
+
+    def respell(self, spell) -> str:
+        """The message with each parameter name written as ``spell(name)``."""
+        if not self.params:
+            return self.template
+        return self.template.format(*(spell(p) if isinstance(p, str) else ", ".join(map(spell, p))
+                                      for p in self.params))
 
 
 class CorpusError(RagtuneError, ValueError):

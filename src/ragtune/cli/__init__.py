@@ -10,10 +10,10 @@ import sys
 from collections.abc import Sequence
 
 from .._version import __version__
-from ..errors import RagtuneError
+from ..errors import ParameterError, RagtuneError
 from . import corpus, eval, export, index, label, reranker, search, serve, sweep
 from ._common import Parser, redact_text
-from .options import corpus_input
+from .options import corpus_input, flag
 
 __all__ = ["build_parser", "main"]
 
@@ -33,7 +33,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args.corpus = corpus_input(args)  # with --format/--loader-option, loaded here: commands take a Corpus too
         return int(args.func(args))
     except RagtuneError as e:
-        print(f"error: {redact_text(e)}", file=sys.stderr)
+        # a library error names parameters (give corpus or store); here they are spelt as flags (--corpus)
+        print(f"error: {redact_text(e.respell(flag) if isinstance(e, ParameterError) else e)}", file=sys.stderr)
         return getattr(e, "exit_status", 2)  # 3: TrackingError, the work done and kept, its tracker failed
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)

@@ -8,12 +8,15 @@ from ..answer.evaluate import answer_golden, render_estimate
 from ..answer.gate import calibrate_retriever
 from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
-from ..external.cli import evaluate_outside
+from ..errors import ConfigError
+from ..evaluate.match import MatchOptions
+from ..external.outside import EndpointOptions, evaluate_outside
 from ..golden import load_golden
 from ..registry import RERANKERS
 from .options import add_flags, kwargs
 from ..pipeline.evaluation import evaluate_reranking
-from .render import render_answer_metrics, render_calibration, render_candidates, render_eval, render_rerank_usage
+from .render import (render_answer_metrics, render_calibration, render_candidates, render_eval, render_outside,
+                     render_rerank_usage)
 from ._common import K, add_pipeline_flags, command, emit, filters, float_in, int_in, int_list, load_pipeline
 
 def cmd_eval(args) -> int:
@@ -63,13 +66,31 @@ def _emit_gated(args, data, text) -> int:
     return gate.exit_code
 
 
+PIPELINE_ONLY = ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
+
+
 def cmd_eval_external(args) -> int:
     """--endpoint URL or --run FILE: an outside retriever's rankings, scored like ragtune's own."""
-    pipeline = [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
-                if getattr(args, n, None)]
-    result, summary = evaluate_outside(args.golden, split=args.split, corpus=args.corpus, ks=args.k, depth=args.depth,
-                                       filters=args.filter, pipeline=pipeline, **kwargs(evaluate_outside, args, labels=args.labels))
-    return _emit_gated(args, json_finite(result.to_dict()), render_eval(result, failures=args.failures) + "\n" + summary)
+    if given := [f"--{n}" for n in PIPELINE_ONLY if getattr(args, n, None)]:
+        raise ConfigError(f"{', '.join(given)} configure a ragtune pipeline; with --endpoint or --run the retriever "
+                          "is outside ragtune (drop them)")
+    flt = " and ".join(f"({f})" for f in args.filter) if len(args.filter) > 1 else (args.filter or [None])[0]
+    result = evaluate_outside(args.golden, endpoint=args.endpoint, run=args.run, split=args.split,
+                              corpus=args.corpus, ks=args.k, depth=args.depth, filter=flt, labels=args.labels,
+                              request=EndpointOptions(**kwargs(EndpointOptions, args),
+                                                      headers=dict(map(_header, args.header))),
+                              match=MatchOptions(**kwargs(MatchOptions, args)))
+    return _emit_gated(args, json_finite(result.to_dict()),
+                       render_eval(result, failures=args.failures) + "\n" + render_outside(result))
+
+
+def _header(spec: str) -> tuple[str, str]:
+    """``X-API-Key=SEARCH_KEY`` -> ``("X-API-Key", "SEARCH_KEY")`` (header name, environment variable)."""
+    name, sep, env = spec.partition("=")
+    if not sep or not name.strip() or not env.strip() or not env.strip().replace("_", "").isalnum():
+        raise ConfigError(f"--header takes NAME=ENVVAR (the value is read from the environment variable, never "
+                          f"written on the command line), got {spec.split('=')[0]!r}=...")
+    return name.strip(), env.strip()
 
 
 def cmd_calibrate(args) -> int:
@@ -98,7 +119,12 @@ def add(sub) -> None:
     a = p.add_argument_group("answers")
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
     add_flags(a, answer_golden)
-    add_flags(p.add_argument_group("outside retrievers (docs/guide/external-retrievers.md)"), evaluate_outside)
+    o = p.add_argument_group("outside retrievers (docs/guide/external-retrievers.md)")
+    add_flags(o, evaluate_outside)
+    add_flags(o, EndpointOptions)
+    o.add_argument("--header", action="append", default=[], metavar="NAME=ENVVAR",
+                   help="send header NAME with the value of environment variable ENVVAR (repeatable; never printed)")
+    add_flags(o, MatchOptions)
     add_flags(p.add_argument_group("regression gate for CI (docs/guide/ci-gate.md)"), ci_gate)
 
     p = command(sub, "calibrate", cmd_calibrate, "pick the abstention threshold from a golden set",

@@ -24,9 +24,20 @@ from ..engines import ENGINES
 from ..errors import ConfigError
 from ..io import write_json
 
-__all__ = ["Opt", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
+__all__ = ["Opt", "flag", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
            "load_pipeline", "add_ray_flags", "ray_options", "ray_embedders", "sweep_executor"]
+
+
+# a library parameter whose flag is not ``--`` + its name with dashes
+FLAG_OF = {"filters": "--filter", "headers": "--header", "ks": "--k", "metrics": "--metric",
+           "store_version": "--version"}
+
+
+def flag(name: str) -> str:
+    """The flag of the library parameter ``name``: ``corpus`` -> ``--corpus``, ``milvus_uri`` -> ``--milvus-uri``,
+    ``rerank_model`` -> ``--rerank-model``. The CLI writes a :class:`ragtune.errors.ParameterError` with it."""
+    return FLAG_OF.get(name) or "--" + name.replace("_", "-")
 
 
 def typed(parse: Callable[..., Any], *spec: Any) -> Callable[[str], Any]:

@@ -266,3 +266,28 @@ def render_compare(report: Any, *, full: bool, out: str | None) -> str:
         text += (f"\n\nthe full tables ({len(report.rows)} rows), fixed and broken questions and notes: --all"
                  + ("" if out else ", or --out FILE.html / .md"))
     return text + (f"\n\nwrote {out}" if out else "")
+
+
+def render_outside(result: Any) -> str:
+    """What ``eval --endpoint/--run`` prints under the metrics: how hits matched, questions the run had that the
+    golden set lacks, questions that failed, the HTTP request counts."""
+    from ..evaluate.match import MatchReport
+
+    m = result.matching
+    lines = [MatchReport.from_dict(m).summary()] if m else []
+    skipped = m.get("questions_not_in_golden") if m else None
+    if skipped:
+        lines.append(f"skipped {len(skipped)} question(s) of the run that the golden set lacks: "
+                     f"{', '.join(skipped[:5])}{' ...' if len(skipped) > 5 else ''}")
+    failed = result.config.get("failed") or {}
+    if failed.get("count"):
+        lines.append(f"FAILED {failed['count']} of {len(result.questions)} question(s), scored as retrieving "
+                     "nothing (--fail-fast stops at the first):")
+        for f in failed.get("questions", [])[:5]:
+            lines.append(f"  {f['question']}: {f['error'][:300]}")
+        if failed["count"] > 5:
+            lines.append(f"  ... and {failed['count'] - 5} more (up to 200 listed with --json)")
+    http = result.config.get("http")
+    if http:
+        lines.append(f"HTTP requests {http['requests']}, retries {http['retries']}")
+    return "\n".join(lines)
