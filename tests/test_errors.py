@@ -26,6 +26,7 @@ BUILTIN = {
     "CurrentMovedError": ValueError,
     "EmptyIndexError": ValueError,
     "ParameterError": ValueError,
+    "StageContractError": TypeError,
     "APIError": ConnectionError,
     "TrackingError": ConnectionError,
     "EngineError": RuntimeError,

@@ -61,7 +61,9 @@ def test_valid_options_reach_the_component():
 
 
 def test_an_entry_without_a_config_class_refuses_options_instead_of_dropping_them():
-    GENERATORS.register("bare-test", None, lambda _arg: object(), replace=True)
+    from ragtune.answer import ExtractiveGenerator
+
+    GENERATORS.register("bare-test", None, lambda _arg: ExtractiveGenerator(), replace=True)
     try:
         GENERATORS.build("bare-test")
         with pytest.raises(ConfigError, match="generator 'bare-test' takes no options, got 'temperature'"):

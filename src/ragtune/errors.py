@@ -8,6 +8,7 @@ naturally catch::
      +-- ConfigError            (ValueError)         an option or configuration is invalid
           +-- EmptyIndexError                        a chunker produced no chunks: there is nothing to index
           +-- ParameterError                         parameters that do not go together, or one missing
+          +-- StageContractError (TypeError)         a registered stage lacks a method of its protocol (stages.py)
      +-- CorpusError            (ValueError)         a corpus file is malformed or empty
      +-- CorpusNotFoundError    (FileNotFoundError)  a corpus or golden-set path does not exist
      +-- GoldenSetError         (ValueError)         a golden set file is malformed
@@ -37,6 +38,7 @@ __all__ = [
     "ConfigError",
     "EmptyIndexError",
     "ParameterError",
+    "StageContractError",
     "CorpusError",
     "CorpusNotFoundError",
     "GoldenSetError",
@@ -68,6 +70,11 @@ class ConfigError(RagtuneError, ValueError):
 
 class EmptyIndexError(ConfigError):
     """The chunker produced no chunks (every document is empty): there is nothing to index."""
+
+
+class StageContractError(ConfigError, TypeError):
+    """A class or built object registered as a pipeline stage lacks a member of the stage's protocol
+    (:mod:`ragtune.stages`)."""
 
 
 class ParameterError(ConfigError):

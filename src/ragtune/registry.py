@@ -13,6 +13,10 @@ generators, judges) is looked up here by name. An entry is::
   models load on first use. :meth:`Registry.build` validates the options once,
   so a misspelt one is a ConfigError listing the valid options.
 
+Each registry checks its stage's contract (:mod:`ragtune.stages`: one Protocol per stage): ``register`` refuses
+a class that lacks a method of the protocol, and ``build`` refuses what a factory returns when it lacks a member,
+both with a :class:`~ragtune.errors.StageContractError` naming the class, the stage and what is missing.
+
 CLI flags, sweep grid keys, store manifests and the Python API all read the
 registries, so a new retriever is one module that calls
 ``RETRIEVERS.register(...)`` (a built-in one is also named in its registry's
@@ -34,6 +38,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from . import stages
 from .config import Config
 from .errors import ConfigError
 
@@ -103,10 +108,13 @@ class Entry:
 
 
 class Registry:
-    """Names of one stage. ``group`` is the entry-point group third-party packages register through."""
+    """Names of one stage. ``group`` is the entry-point group third-party packages register through; ``protocol``
+    (default: the stage's in :data:`ragtune.stages.PROTOCOLS`) is the contract every entry satisfies."""
 
-    def __init__(self, stage: str, group: str, builtins: tuple[str, ...] = (), aliases: Mapping[str, str] | None = None):
+    def __init__(self, stage: str, group: str, builtins: tuple[str, ...] = (), aliases: Mapping[str, str] | None = None,
+                 protocol: type | None = None):
         self.stage = stage
+        self.protocol = protocol or stages.PROTOCOLS.get(stage)
         self.group = group
         self._builtins = builtins
         self._entries: dict[str, Entry] = {}
@@ -126,6 +134,8 @@ class Registry:
             raise ConfigError(f"argument must be none, optional or required, got {argument!r}")
         if name in self._entries and not replace:
             raise ConfigError(f"a {self.stage} named {name!r} is already registered; pass replace=True to override it")
+        if isinstance(factory, type) and self.protocol is not None:  # a class: its methods are checked now
+            stages.check_class(self.stage, name, factory, self.protocol)
         entry = Entry(self.stage, name, config, factory, summary, argument, uses_embedder, tuple(fixed), load,
                       calls_llm, tuple(x.lower() for x in suffixes))
         self._entries[name] = entry
@@ -230,7 +240,8 @@ class Registry:
 
     def build(self, spec: str, *args: Any, options: Mapping[str, Any] | Config | None = None, **context: Any) -> Any:
         """Build the component: ``factory(config, *args, **context)``, with the ``:argument`` after the config
-        (``factory(config, argument, *args, **context)``) for entries that take one.
+        (``factory(config, argument, *args, **context)``) for entries that take one. What it returns must satisfy
+        the stage's protocol (:mod:`ragtune.stages`), else a :class:`~ragtune.errors.StageContractError`.
 
         ``options`` are validated here, once, by the entry's config class: a misspelt option is a
         :class:`~ragtune.errors.ConfigError` listing the valid ones, never passed on to be ignored. ``context``
@@ -240,11 +251,16 @@ class Registry:
         if entry.config is None:
             if options:
                 raise ConfigError(f"{self.stage} {entry.name!r} takes no options, got {', '.join(map(repr, options))}")
-            return entry.factory(self.argument(spec), *args, **context)
-        config = entry.make_config(options)
-        if entry.argument != "none":
-            return entry.factory(config, self.argument(spec), *args, **context)
-        return entry.factory(config, *args, **context)
+            built = entry.factory(self.argument(spec), *args, **context)
+        else:
+            config = entry.make_config(options)
+            if entry.argument != "none":
+                built = entry.factory(config, self.argument(spec), *args, **context)
+            else:
+                built = entry.factory(config, *args, **context)
+        if self.protocol is not None:  # what a factory returns is known only now: checked here, every member
+            stages.check_component(self.stage, entry.name, built, self.protocol)
+        return built
 
 
 # Each stage, with the modules that register its built-in entries (imported on first lookup).

@@ -12,8 +12,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Literal
 
+from ..stages import Generator
 from ..types import Chunk
 
 __all__ = ["NOT_FOUND", "Citation", "Answer", "Generator", "build_prompt", "parse_answer", "SYSTEM_PROMPT"]
@@ -101,13 +102,6 @@ class Answer:
                           "end": c.end} for i, c in enumerate(self.contexts, start=1)],
             "usage": dict(self.usage), "latency_ms": self.latency_s * 1000.0,
         }
-
-
-@runtime_checkable
-class Generator(Protocol):
-    name: str
-
-    def generate(self, question: str, contexts: Sequence[Chunk]) -> Answer: ...
 
 
 def build_prompt(question: str, contexts: Sequence[Chunk]) -> tuple[str, str]:

@@ -1,4 +1,4 @@
-"""The chunker protocol and the helpers every strategy uses to make chunks."""
+"""The chunker protocols (:mod:`ragtune.stages`, re-exported) and the helpers every strategy uses to make chunks."""
 
 from __future__ import annotations
 
@@ -6,29 +6,23 @@ import bisect
 import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated
 
 from ..config import Config, Opt, check_range
 from ..corpus.corpus import Corpus
 from ..corpus.headings import MAX_HEADING_CHARS, clip_heading
 from ..errors import ConfigError
+from ..stages import Chunker, ParentChunker
 from ..types import Chunk, Document
 from .tokens import Tokenizer, TokenSpans
 
-__all__ = ["CHUNKING_REVISION", "Chunker", "SizedConfig", "Prefixes", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span",
+__all__ = ["CHUNKING_REVISION", "Chunker", "ParentChunker", "SizedConfig", "Prefixes", "make_chunk", "chunk_corpus", "chunk_documents", "prefix_for", "trim_span",
            "windows", "apply_overlap", "refit", "Budget", "inside_word", "word_start"]
 
 
 # Raised whenever one config starts to cut the same text differently, so that chunks cached on disk by an
 # earlier build are not taken for this one's (2: a size counts the prefix; long headings clipped).
 CHUNKING_REVISION = 2
-
-
-@runtime_checkable
-class Chunker(Protocol):
-    name: str
-
-    def chunk(self, document: Document) -> list[Chunk]: ...
 
 
 @dataclass(frozen=True)
@@ -314,10 +308,10 @@ def chunk_documents(docs: Iterable[Document], chunker: Chunker) -> tuple[list[Ch
     """(chunks to index, parents to return): parents are empty except for small-to-big chunkers."""
     chunks: list[Chunk] = []
     parents: list[Chunk] = []
-    with_parents = getattr(chunker, "chunk_with_parents", None)
+    with_parents = isinstance(chunker, ParentChunker)
     for doc in docs:
-        if with_parents is not None:
-            ps, cs = with_parents(doc)
+        if with_parents:
+            ps, cs = chunker.chunk_with_parents(doc)
             parents.extend(ps)
             chunks.extend(cs)
         else:

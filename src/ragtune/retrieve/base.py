@@ -1,24 +1,15 @@
-"""The retriever protocol and top-k selection shared by retrievers."""
+"""The retriever protocol (:class:`ragtune.stages.Retriever`, re-exported) and top-k selection shared by retrievers."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 import numpy as np
 
+from ..stages import Retriever
 from ..types import Ranking
 
 __all__ = ["Retriever", "check_query", "search", "top_k", "warm_up"]
-
-
-@runtime_checkable
-class Retriever(Protocol):
-    """``search`` returns the ``k`` best chunks, best first; ``filters`` (an
-    expression string or a parsed filter) restricts the chunks *before* ranking."""
-
-    name: str
-
-    def search(self, query: str, k: int = 10, filters: Any = None) -> Ranking: ...
 
 
 def check_query(query: Any, *, max_chars: int = 10_000) -> str:

@@ -21,12 +21,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated
 
 import numpy as np
 
 from ..config import Config, Opt, check_choice, check_range
 from ..errors import ConfigError, MissingDependencyError
+from ..stages import Reranker
 from ..types import Hit, Ranking
 from .base import Retriever, warm_up
 
@@ -41,14 +42,6 @@ DEFAULT_MODE = "fuse"
 BACKENDS = ("auto", "onnx", "st")
 
 
-@runtime_checkable
-class Reranker(Protocol):
-    """``rerank(query, ranking)`` returns the shortlist reordered by the reranker's own scores, with its seconds
-    added to ``timings``. Optional attributes: ``mode`` (``replace`` | ``fuse``) and ``fuse_k``."""
-
-    name: str
-
-    def rerank(self, query: str, ranking: Ranking) -> Ranking: ...
 
 
 def _reorder(query: str, ranking: Ranking, scores: Sequence[float], stage: str, seconds: float) -> Ranking:
