@@ -390,18 +390,13 @@ def filters(args: Any) -> str | None:
 
 
 def load_pipeline(args: Any):
-    """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.store.open_pipeline`)."""
+    """The pipeline the flags describe, over --corpus or from --store (see :func:`ragtune.store.open_pipeline`,
+    whose errors name its parameters: :func:`ragtune.cli.main` prints them as these flags)."""
     from ..registry import RERANKERS
     from ..store import open_pipeline
 
     if getattr(args, "candidates", None) and not (args.rerank or (args.config or {}).get("rerank")):
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
-    if args.store_version and not args.store:
-        raise ConfigError("--version selects a version of --store; give --store too")
-    if args.store is None and args.corpus is None:
-        raise ConfigError("--corpus is required (or --store for a built index)")
-    if args.store is not None and args.corpus is not None:
-        raise ConfigError("give --corpus or --store, not both")
     return open_pipeline(corpus=args.corpus, store=args.store, version=args.store_version, flags=pipeline_flags(args),
                          candidates=(args.candidates or [(args.config or {}).get("candidates", 50)])[0],
                          show_progress=True)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError
+from ..errors import ConfigError, ParameterError
 from ..pipeline import RERANK_PREFIX, Pipeline, PipelineConfig, Resources, build_pipeline
 from ..registry import RERANKERS
 from .build import load_pipeline
@@ -24,10 +24,10 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
     refused, a reranker (``rerank``, ``rerank_*``) may be added."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     if version and not store:
-        raise ConfigError("version selects a version of an index store; give store too")
+        raise ParameterError("{} selects a version of an index store; give {} too", "version", "store")
     if store is None:
         if corpus is None:
-            raise ConfigError("give corpus (a folder of documents) or store (a built index)")
+            raise ParameterError("give {} (a folder of documents) or {} (a built index)", "corpus", "store")
         if not isinstance(corpus, Corpus):
             from ..corpus import load_corpus
 
@@ -35,15 +35,14 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
         config = PipelineConfig.from_flags({**flags, "candidates": candidates})
         return build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress))
     if corpus is not None:
-        raise ConfigError("give corpus or store, not both")
+        raise ParameterError("give {} or {}, not both", "corpus", "store")
     milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
     if flags.get("engine") == "milvus":  # says what the version already says
         flags.pop("engine")
     index_keys = [k for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
     if index_keys and not _restates(IndexStore(store), version, {k: flags[k] for k in index_keys}):
-        bad = ["--" + k.replace("_", "-") for k in index_keys]
-        raise ConfigError(f"with --store, chunking, retrieval and the embedder come from the stored version; drop "
-                          f"{', '.join(bad)} (or build a new version with `ragtune index build`)")
+        raise ParameterError("with {}, chunking, retrieval and the embedder come from the stored version; drop {} "
+                             "(or build a new version with `ragtune index build`)", "store", index_keys)
     flags = {k: v for k, v in flags.items() if k not in index_keys}
     p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri)
     if not flags:
