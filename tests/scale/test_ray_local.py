@@ -149,6 +149,17 @@ def test_a_search_runs_on_ray_with_the_trials_of_a_local_search(local_ray, tmp_p
     assert trials[0] == trials[1] and len(trials[1]) == 3
     assert ranking(tmp_path / "ray") == ranking(tmp_path / "local")
     assert list((tmp_path / "cache-ray" / "chunks").glob("*.jsonl"))  # the workers chunked, in the cache given
+    # the command line: --search with --ray (Ray already started here: that session is used)
+    (tmp_path / "space.toml").write_text('metric = "recall@1"\nk = [1, 5]\nsamples = 200\n[baseline]\n'
+                                         'chunker = "fixed"\nsize = 8\noverlap = 0\nprefix = false\n'
+                                         'retriever = "bm25"\n[space]\nchunker = ["fixed", "section"]\n'
+                                         'size = [8, 40]\nprefix = [false, true]\nretriever = ["bm25"]\n')
+    from ragtune.cli import main
+
+    assert main(["sweep", "--corpus", str(tmp_path / "c"), "--golden", str(tmp_path / "g.jsonl"), "--grid",
+                 str(tmp_path / "space.toml"), "--out", str(tmp_path / "cli"), "--search", "random", "--trials", "3",
+                 "--prune-share", "0", "--ray"]) == 0
+    assert ranking(tmp_path / "cli") == ranking(tmp_path / "local")
     # a trial's first-questions run (what pruning scores) is a Ray task too, untimed, with the local scores
     spec = grid.resolved(corpus.kind).baseline
     job = SweepJob(corpus, golden, grid.resolved(corpus.kind), questions=frozenset({"p1", "s1", "e1"}), timed=False)
