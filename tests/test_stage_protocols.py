@@ -118,7 +118,7 @@ def test_registering_a_class_without_the_protocols_method_is_refused(stage):
 def test_a_factory_that_builds_something_without_the_protocols_members_is_refused(stage):
     registry = Registry(stage, f"ragtune.test.{stage}")
     registry.register("broken", _NoOptions, lambda config: Nameless())  # a factory: known only when built
-    with pytest.raises(StageContractError, match=rf"^{stage} 'broken': the factory built a {__name__}.Nameless, "
+    with pytest.raises(StageContractError, match=rf"^{stage} 'broken' gave a {__name__}.Nameless, "
                        rf"which does not satisfy the {PROTOCOL_NAMES[stage]} protocol .*: it lacks "
                        rf"{MISSING[stage].replace('(', '[(]').replace(')', '[)]')}"):
         registry.build("broken")
@@ -181,3 +181,42 @@ def test_parents_are_asked_of_a_parent_chunker_by_its_protocol():
 
 def test_every_registry_names_its_stage_protocol():
     assert {stage: r.protocol for stage, r in REGISTRIES.items()} == stages.PROTOCOLS
+
+
+def test_a_retriever_reopened_by_its_load_is_checked_too(tmp_path):
+    """A retriever that saves its own index is reopened by its entry's ``load`` from a store version: what that
+    returns is held to the Retriever protocol like what its factory builds."""
+    from ragtune.corpus import load_corpus
+    from ragtune.pipeline import PipelineConfig
+    from ragtune.store import IndexStore, build_version, load_pipeline
+    from tests.helpers import write_files
+
+    class Saved:
+        name = "saved"
+
+        def __init__(self, chunks):
+            self.chunks = tuple(chunks)
+
+        def search(self, query, k=10, filters=None):
+            from ragtune.types import Hit, Ranking
+
+            return Ranking(query, tuple(Hit(c, 1.0) for c in self.chunks[:k]), {})
+
+        def save(self, folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / "saved.txt").write_text("x")
+
+    def load(config, chunks, resources, folder):
+        return Nameless()  # search misspelt
+
+    RETRIEVERS.register("saved", _NoOptions, lambda config, chunks, resources: Saved(chunks), load=load)
+    try:
+        docs = write_files(tmp_path / "docs", {"a.md": "# A\n\nalpha beta\n"})
+        store = IndexStore(tmp_path / "store")
+        build_version(store, load_corpus(docs), PipelineConfig.from_flags({"chunker": "section",
+                                                                          "retriever": "saved"}))
+        with pytest.raises(StageContractError, match=r"^retriever 'saved' gave a .*Nameless, .*"
+                                                     r"it lacks search\(\)$"):
+            load_pipeline(store)
+    finally:
+        RETRIEVERS.unregister("saved")

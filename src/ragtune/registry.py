@@ -258,9 +258,15 @@ class Registry:
                 built = entry.factory(config, self.argument(spec), *args, **context)
             else:
                 built = entry.factory(config, *args, **context)
-        if self.protocol is not None:  # what a factory returns is known only now: checked here, every member
-            stages.check_component(self.stage, entry.name, built, self.protocol)
-        return built
+        return self.check(entry.name, built)  # what a factory returns is known only now
+
+    def check(self, name: str, component: Any) -> Any:
+        """``component`` (built for the entry ``name``: by its factory, or reopened by its ``load``) when it has
+        every method and attribute of the stage's protocol, else a :class:`~ragtune.errors.StageContractError`
+        naming its class, the stage and what it lacks."""
+        if self.protocol is not None:
+            stages.check_component(self.stage, name, component, self.protocol)
+        return component
 
 
 # Each stage, with the modules that register its built-in entries (imported on first lookup).

@@ -208,6 +208,6 @@ def check_component(stage: str, name: str, obj: Any, protocol: type) -> Any:
     lacking = missing(obj, protocol)
     if lacking:
         raise StageContractError(
-            f"{stage} {name!r}: the factory built a {_describe(obj)}, which does not satisfy the "
+            f"{stage} {name!r} gave a {_describe(obj)}, which does not satisfy the "
             f"{protocol.__name__} protocol (ragtune.stages.{protocol.__name__}): it lacks {', '.join(lacking)}")
     return obj

@@ -175,7 +175,8 @@ class Resources:
         t0 = time.perf_counter()
         if self.stored is not None:
             if entry.load is not None and (self.stored.index_dir is not None or self.stored.engine is not None):
-                base = entry.load(config.retriever_config(), chunks, self, self.stored.index_dir)
+                base = RETRIEVERS.check(entry.name, entry.load(config.retriever_config(), chunks, self,
+                                                               self.stored.index_dir))
             else:
                 base = RETRIEVERS.build(config.retriever, chunks, self, options=config.retriever_config())
             return FirstStage(base, time.perf_counter() - t0, False)
