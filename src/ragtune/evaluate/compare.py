@@ -40,12 +40,19 @@ from .significance import (
     questions_needed,
     questions_text,
 )
-from .table import parse_metric
+from .table import parse_metric, shown_keys
 
-__all__ = ["Comparison", "Report", "ReportRow", "compare", "compare_runs", "metric_k", "per_question"]
+__all__ = ["Comparison", "Report", "ReportRow", "compare", "compare_runs", "default_metrics", "metric_k",
+           "per_question"]
 
-DEFAULT_METRICS = ("recall@10", "mrr", "ndcg@10")
+DEFAULT_K = 10  # the cut-off of the default metrics that take one
 TARGET_EFFECT = 0.05  # "a 5-point difference" on metrics between 0 and 1
+
+
+def default_metrics() -> tuple[str, ...]:
+    """What :func:`compare` compares unless told: the metric table's ``compare`` rows at k 10, now
+    ``recall@10``, ``mrr`` and ``ndcg@10``."""
+    return tuple(shown_keys("compare", (DEFAULT_K,)))
 
 
 def metric_k(metric: str, ks: tuple[int, ...] | list[int]) -> int:
@@ -426,7 +433,7 @@ def _upper_mean(run: Run, metric: str, ids: list[str]) -> float | None:
 def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
             baseline: Annotated[str | int | None, Opt("the baseline's name (a file stem or a sweep label; 'baseline' "
                                                       "for a sweep's); default the first run")] = None,
-            metrics: Sequence[str] | str = DEFAULT_METRICS, *,
+            metrics: Sequence[str] | str | None = None, *,
             test: Annotated[str, Opt("paired test: randomization, bootstrap or t-test")] = "randomization",
             correction: Annotated[str, Opt("multiple-comparison correction: holm, bonferroni or none")] = "holm",
             samples: Annotated[int, Opt("resamples of the randomization test and bootstraps", lo=1,
@@ -448,6 +455,9 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     ``"baseline"`` (when no run has that name) picks the baseline configuration of
     the one sweep among the inputs.
     Every run must have each of ``metrics`` for the same answerable questions.
+    Without ``metrics``, :func:`default_metrics` (the metric table's ``compare``
+    rows at k 10), less any row the baseline was scored without (a row added
+    after it was evaluated).
 
     For each system and metric: the mean with a percentile bootstrap CI
     (``confidence``, ``samples`` resamples, ``seed``). For each other system: the
@@ -474,6 +484,9 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     """
     check_test(test)
     check_correction(correction)
+    defaulted = metrics is None
+    if metrics is None:
+        metrics = default_metrics()
     if isinstance(metrics, str):
         metrics = (metrics,)
     metrics = tuple(dict.fromkeys(metrics))
@@ -508,6 +521,9 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
     for r in ordered[1:]:
         _check_questions(base, r)
+    if defaulted:  # a row registered after the baseline was scored: compare the rest
+        rows_scored = {m.partition("@")[0] for m in base.metrics}
+        metrics = tuple(m for m in metrics if m.partition("@")[0] in rows_scored) or metrics
     ids = list(base.question_ids)
     n = len(ids)
     if n == 0:

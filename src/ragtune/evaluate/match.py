@@ -55,6 +55,7 @@ from ..errors import ConfigError, RagtuneError, UnknownAnchorError
 from ..paths import doc_id_from_path
 from ..types import Chunk, Document, Hit, Ranking
 from .hits import ExternalHit, to_hit
+from .table import shown_keys
 
 __all__ = ["HitMatcher", "MatchReport", "MatchOptions", "Unmatched", "AnchorsOnly", "METHODS", "ANCHOR_SPANS",
            "DOC_HITS", "SITE_RULES", "hits_to_ranking", "score_matched"]
@@ -695,7 +696,7 @@ def _doc_contribution(rankings: Mapping[str, Ranking], golden: Any, matcher: Hit
     other = evaluate_rankings({q: Ranking(rankings[q].query, tuple(h), rankings[q].timings)
                                for q, h in swapped.items()}, golden, corpus, ks=ks, config=config)
     credited, ignored = (result, other) if credit else (other, result)
-    names = [f"recall@{k}" for k in result.ks] + ["mrr", "ndcg@10"]
+    names = shown_keys("tags", result.ks)  # the columns of eval's per-tag table
     delta = {m: float(credited.metrics[m] - ignored.metrics[m]) for m in names
              if m in credited.metrics and m in ignored.metrics and math.isfinite(credited.metrics[m])
              and math.isfinite(ignored.metrics[m])}

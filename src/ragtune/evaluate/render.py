@@ -6,8 +6,11 @@ import math
 
 from ..paths import display_name
 from .evaluate import EvalResult
+from .table import shown_keys, shown_rows
 
 __all__ = ["render_eval", "bar", "judged_line"]
+
+CURVE = "recall"  # drawn as a bar per k, and whose spread from the smallest k to the largest is the reranker headroom
 
 
 def bar(value: float, width: int = 20) -> str:
@@ -17,8 +20,32 @@ def bar(value: float, width: int = 20) -> str:
     return "#" * filled + "." * (width - filled)
 
 
-def _fmt(v: float) -> str:
-    return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.3f}"
+def _fmt(v: float, digits: int = 3) -> str:
+    return "  n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{v:.{digits}f}"
+
+
+def _figures(m: dict, ks: tuple[int, ...]) -> list[str]:
+    """The lines of figures under the recall bars, from the metric table's ``eval`` rows in table order: a line per
+    row with a cut-off (``hit@5 0.700  hit@10 0.800``; a count as ``context tokens (mean): @5 420``), and the rows
+    with one figure each (``mrr``, ``ndcg@10``) together on one line, where the first of them comes."""
+    lines: list[str | list[str]] = []
+    single: list[str] = []  # the line of single figures, placed where its first figure comes
+    for row in shown_rows("eval"):
+        if row.name == CURVE:
+            continue
+        digits = 3 if row.bounded else 0
+        keys = [(k, row.key(k)) for k in row.shown_cutoffs("eval", ks) if row.key(k) in m]
+        if not keys:
+            continue
+        if not row.takes_k or row.always_k:
+            if not single:
+                lines.append(single)
+            single += [f"{key} {_fmt(m[key], digits)}" for _, key in keys]
+        elif row.bounded:
+            lines.append("  ".join(f"{key} {_fmt(m[key], digits)}" for _, key in keys))
+        else:
+            lines.append(f"{row.name.replace('_', ' ')} (mean): " + "  ".join(f"@{k} {_fmt(m[key], 0)}" for k, key in keys))
+    return ["  ".join(x) if isinstance(x, list) else x for x in lines]
 
 
 def judged_line(m: dict, kmax: int) -> str:
@@ -44,14 +71,11 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         lines.append("no answerable questions: retrieval metrics need at least one question with relevant anchors")
     else:
         for k in ks:
-            name = f"recall@{k}"
+            name = f"{CURVE}@{k}"
             lines.append(f"{name:<11}{m[name]:.2f}  {bar(m[name])}")
-        lines.append(f"reranker headroom = recall@{ks[-1]} - recall@{ks[0]} = {m['reranker_headroom']:.2f}")
+        lines.append(f"reranker headroom = {CURVE}@{ks[-1]} - {CURVE}@{ks[0]} = {m['reranker_headroom']:.2f}")
         lines.append("")
-        lines.append("  ".join(f"hit@{k} {_fmt(m[f'hit@{k}'])}" for k in ks))
-        lines.append("  ".join(f"precision@{k} {_fmt(m[f'precision@{k}'])}" for k in ks))
-        lines.append(f"mrr {_fmt(m['mrr'])}  ndcg@10 {_fmt(m['ndcg@10'])}")
-        lines.append("context tokens (mean): " + "  ".join(f"@{k} {m[f'context_tokens@{k}']:.0f}" for k in ks))
+        lines += _figures(m, ks)
         if "judged@10" in m:
             lines.append(judged_line(m, ks[-1]))
     lines.append(
@@ -67,11 +91,11 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
             lines.append(f"model warm-up before the first timed search: {lat['warm_up_ms']:.0f} ms (not in the latency)")
     if result.by_tag:
         lines.append("")
-        cols = [f"recall@{k}" for k in ks] + ["mrr", "ndcg@10"]
+        cols = shown_keys("tags", ks)
         width = max(len(t) for t in result.by_tag) + 2
         lines.append(f"{'tag':<{width}}{'n':>4}  " + "  ".join(f"{c:>9}" for c in cols))
         for tag, row in result.by_tag.items():
-            lines.append(f"{tag:<{width}}{int(row['n']):>4}  " + "  ".join(f"{_fmt(row[c]):>9}" for c in cols))
+            lines.append(f"{tag:<{width}}{int(row['n']):>4}  " + "  ".join(f"{_fmt(row.get(c)):>9}" for c in cols))
     worst = result.failures(failures) if failures else []
     if worst:
         lines.append("")

@@ -17,7 +17,9 @@ and its function::
     register_metric(Metric("first_hit_is_top", first_hit_is_top, description="..."))
 
 after which ``evaluate`` scores ``first_hit_is_top@k`` for every k, a grid may rank
-by it and ``compare`` tests it.
+by it, ``compare`` tests it, and the default tables show it: each row says in which
+of them (``show``, every one unless told) and at which cut-offs (``show_k``), and
+:func:`shown_keys` is how the renderers ask.
 """
 
 from __future__ import annotations
@@ -33,12 +35,17 @@ import numpy as np
 from ..errors import ConfigError
 from . import metrics as m
 
-__all__ = ["Judgement", "Metric", "METRICS", "register_metric", "unregister_metric", "parse_metric", "find_metric",
-           "check_metric", "metric_table"]
+__all__ = ["Judgement", "Metric", "METRICS", "VIEWS", "register_metric", "unregister_metric", "parse_metric",
+           "find_metric", "check_metric", "metric_table", "shown_rows", "shown_keys"]
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _CUTOFF = re.compile(r"[1-9][0-9]*\Z")  # plain ASCII digits, no leading zero: the key evaluation writes
 _OPTIONAL = ("tokens", "judged", "hole_ranks")  # Judgement fields a metric may need that not every source of rankings has
+VIEWS = ("eval", "tags", "sweep", "report", "compare")
+"""The default tables a row can be shown in: ``eval``'s figures (every k, each row on its line), ``eval``'s per-tag
+table and a run file's doc-level delta (``tags``), the sweep's terminal table (``sweep``), the sweep report's ranked
+table and the intervals of results.json (``report``), and ``compare``'s default metrics (``compare``)."""
+_SHOW_K = ("all", "first")
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +75,12 @@ class Metric:
     shows them with decimals). ``always_k``: cut-offs scored whatever k values are
     asked for (``ndcg@10``). ``needs``: optional :class:`Judgement` fields the
     function reads (``tokens``); a question judged without them gets no value.
+
+    ``show``: the default tables (:data:`VIEWS`) that show the metric, every one
+    unless told; ``()`` keeps it in the scores and out of the tables. ``show_k``:
+    at which cut-offs the tables other than ``eval``'s figures show it, ``"all"``
+    (every k evaluated) or ``"first"`` (the first k only); a row with ``always_k``
+    is shown at those cut-offs only, and ``eval``'s figures show every k.
     """
 
     name: str
@@ -79,6 +92,8 @@ class Metric:
     label: str = ""
     always_k: tuple[int, ...] = ()
     needs: tuple[str, ...] = ()
+    show: tuple[str, ...] = VIEWS
+    show_k: str = "all"
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -97,8 +112,17 @@ class Metric:
         if unknown:
             raise ConfigError(f"metric {self.name!r}: needs {unknown!r}; a metric may need only "
                               f"{', '.join(_OPTIONAL)} (first_ranks, grades and rank_hits are always there)")
+        show = (self.show,) if isinstance(self.show, str) else tuple(self.show)
+        unknown = [v for v in show if v not in VIEWS]
+        if unknown:
+            raise ConfigError(f"metric {self.name!r}: show names {unknown!r}; the tables are {', '.join(VIEWS)} "
+                              "(or show=() for none)")
+        if self.show_k not in _SHOW_K:
+            raise ConfigError(f"metric {self.name!r}: show_k={self.show_k!r}; use 'all' (every k) or 'first' "
+                              "(the first k only)")
         object.__setattr__(self, "always_k", always)
         object.__setattr__(self, "needs", needs)
+        object.__setattr__(self, "show", show)
         object.__setattr__(self, "label", self.label or self.name)
 
     @property
@@ -116,6 +140,18 @@ class Metric:
             return [None]
         return [*self.always_k, *(k for k in ks if k not in self.always_k)]
 
+    def shown_cutoffs(self, view: str, ks: Sequence[int]) -> list[int | None]:
+        """The cut-offs ``view`` shows the metric at when ``ks`` were evaluated (``[None]`` without a cut-off, ``[]``
+        when the view does not show it): ``always_k`` where the row has one, else every k in ``eval`` and where
+        ``show_k`` is ``"all"``, else the first k."""
+        if view not in self.show:
+            return []
+        if not self.takes_k:
+            return [None]
+        if self.always_k:
+            return list(self.always_k)
+        return list(ks) if view == "eval" or self.show_k == "all" else list(ks[:1])
+
     def applies(self, j: Judgement) -> bool:
         """Whether ``j`` carries what the function reads."""
         return all(getattr(j, n) is not None for n in self.needs)
@@ -127,7 +163,7 @@ class Metric:
         """What a report page needs to name, format and order by the metric (no function)."""
         return {"name": self.name, "label": self.label, "takes_k": self.takes_k, "bounded": self.bounded,
                 "higher_is_better": self.higher_is_better, "description": self.description,
-                "always_k": list(self.always_k)}
+                "always_k": list(self.always_k), "show": list(self.show), "show_k": self.show_k}
 
 
 # -- the built-in rows -------------------------------------------------------------------------------------------
@@ -207,25 +243,26 @@ def unregister_metric(name: str) -> Metric:
 
 for _row in (
     Metric("recall", _recall, description="share of the relevant anchors covered in the top k"),
-    Metric("hit", _hit, description="1 if any relevant anchor is covered in the top k, else 0"),
-    Metric("precision", _precision, description="share of the top k positions covering a relevant anchor "
-           "(divided by k even when fewer were retrieved)"),
+    Metric("hit", _hit, show=("eval",), description="1 if any relevant anchor is covered in the top k, else 0"),
+    Metric("precision", _precision, show=("eval",), description="share of the top k positions covering a relevant "
+           "anchor (divided by k even when fewer were retrieved)"),
     Metric("mrr", _mrr, takes_k=False, description="1 / rank of the first chunk covering a relevant anchor, 0 if "
            "none does (as deep as retrieval went)"),
     Metric("ndcg", _ndcg, always_k=(10,), description="normalised discounted cumulative gain over graded anchors, "
            "each counted once where first covered; ndcg@10 is always scored"),
-    Metric("map", _map, description="average precision over the top k (trec_eval's map_cut_k)"),
-    Metric("r_precision", _r_precision, takes_k=False, description="precision at R, the number of relevant "
-           "anchors (trec_eval's Rprec)"),
+    Metric("map", _map, show=(), description="average precision over the top k (trec_eval's map_cut_k)"),
+    Metric("r_precision", _r_precision, takes_k=False, show=(), description="precision at R, the number of "
+           "relevant anchors (trec_eval's Rprec)"),
     Metric("context_tokens", _context_tokens, bounded=False, higher_is_better=False, label="ctx tokens",
-           needs=("tokens",), description="tokens of the top k chunks, what the model is handed (fewer is better)"),
-    Metric("judged", _judged, always_k=(10,), needs=("judged",), description="share of the top k chunks covering "
-           "an anchor with a judgment (relevant or judged not relevant); judged@10 is always scored"),
-    Metric("recall_upper", _recall_upper, needs=("hole_ranks",), label="recall (upper)", description="recall@k if "
-           "every unjudged section in the top k were relevant (recall@k is the lower end)"),
-    Metric("mrr_upper", _mrr_upper, takes_k=False, needs=("hole_ranks",), label="mrr (upper)",
+           needs=("tokens",), show=("eval", "report"), show_k="first",
+           description="tokens of the top k chunks, what the model is handed (fewer is better)"),
+    Metric("judged", _judged, always_k=(10,), needs=("judged",), show=(), description="share of the top k chunks "
+           "covering an anchor with a judgment (relevant or judged not relevant); judged@10 is always scored"),
+    Metric("recall_upper", _recall_upper, needs=("hole_ranks",), show=(), label="recall (upper)",
+           description="recall@k if every unjudged section in the top k were relevant (recall@k is the lower end)"),
+    Metric("mrr_upper", _mrr_upper, takes_k=False, needs=("hole_ranks",), show=(), label="mrr (upper)",
            description="MRR if every unjudged section retrieved were relevant (mrr is the lower end)"),
-    Metric("ndcg_upper", _ndcg_upper, always_k=(10,), needs=("hole_ranks",), label="ndcg (upper)",
+    Metric("ndcg_upper", _ndcg_upper, always_k=(10,), needs=("hole_ranks",), show=(), label="ndcg (upper)",
            description="nDCG@k if every unjudged section in the top k were relevant, grade 1 (ndcg@k is today's "
            "figure)"),
 ):
@@ -276,6 +313,19 @@ def check_metric(spec: Any, ks: Sequence[int]) -> str | None:
     if k is not None and k not in ks and k not in row.always_k:
         return f"metric {spec!r}: k={k} is not among the evaluated k values {list(ks)}; add it to k"
     return None
+
+
+def shown_rows(view: str) -> list[Metric]:
+    """The rows ``view`` (one of :data:`VIEWS`) shows, in table order."""
+    if view not in VIEWS:
+        raise ConfigError(f"no default table {view!r}; the tables are {', '.join(VIEWS)}")
+    return [r for r in _TABLE.values() if view in r.show]
+
+
+def shown_keys(view: str, ks: Sequence[int]) -> list[str]:
+    """The columns ``view`` shows when ``ks`` were evaluated, in table order: each shown row at its
+    :meth:`Metric.shown_cutoffs` (``["recall@5", "recall@10", "mrr", "ndcg@10"]`` for ``tags`` at k 5 and 10)."""
+    return [r.key(k) for r in shown_rows(view) for k in r.shown_cutoffs(view, ks)]
 
 
 def metric_table() -> list[dict[str, Any]]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluate.table import metric_table
-from .results import CONFIDENCE, SweepResult
+from .results import CONFIDENCE, SweepResult, columns
 
 __all__ = ["render_report", "write_report"]
 
@@ -32,12 +32,9 @@ HEADROOM = "reranker_headroom"  # the mean that evaluation derives from it (not 
 
 
 def _columns(sweep: SweepResult) -> list[str]:
-    """The metric columns of the ranked table: the curve metric at every k, mrr, ndcg@10, the sweep metric when
-    it is none of those, and the context tokens at the smallest k."""
-    ks = list(sweep.grid.ks)
-    shown = [f"{CURVE}@{k}" for k in ks] + ["mrr", "ndcg@10"]
-    tokens = f"context_tokens@{ks[0]}"
-    return shown + ([] if sweep.metric in shown or sweep.metric == tokens else [sweep.metric]) + [tokens]
+    """The metric columns of the ranked table: the metric table's ``report`` columns (recall at every k, mrr,
+    ndcg@10, the context tokens at the first k), with the sweep metric when it is none of those."""
+    return columns("report", sweep.grid.ks, sweep.metric)
 
 
 def _selection_note(sweep: SweepResult) -> str | None:

@@ -20,10 +20,10 @@ from ..evaluate.compare import compare
 from ..evaluate.run import Run
 from ..evaluate.significance import bootstrap_ci, interval_note, p_equals
 from ..pipeline.config import token_unit
-from ..evaluate.table import find_metric
+from ..evaluate.table import find_metric, shown_keys
 from .grid import Grid, GridError
 
-__all__ = ["SweepResult", "summarize"]
+__all__ = ["SweepResult", "summarize", "columns"]
 
 ALPHA = 0.05  # significance level of the comparisons (compare's default)
 CONFIDENCE = 0.95  # of every interval shown
@@ -38,6 +38,17 @@ def _lower_better(metric: str) -> bool:
 def _num(v: Any, metric: str) -> str:
     row = find_metric(metric)
     return f"{v:.2f}" if row is None or row.bounded else f"{v:.0f}"
+
+
+def columns(view: str, ks: Sequence[int], metric: str) -> list[str]:
+    """The metric columns of a sweep table: what the metric table shows in ``view`` (``sweep``, at the two smallest
+    k at most; ``report``, at every k), those where higher is better first, then the sweep ``metric`` when it is
+    not among them, then those where lower is (``context_tokens@k``, a cost); each group in table order."""
+    cols = sorted(shown_keys(view, list(ks)[:2] if view == "sweep" else ks), key=_lower_better)
+    if metric not in cols:
+        at = next((i for i, c in enumerate(cols) if _lower_better(c)), len(cols))
+        cols.insert(at, metric)
+    return cols
 
 
 def ci_text(ci: Sequence[float] | None, metric: str) -> str:
@@ -237,10 +248,7 @@ class SweepResult:
 
     def table(self, *, limit: int | None = None) -> str:
         """The ranked configurations as plain text: a line of values, then a line of 95% intervals under them."""
-        ks = self.grid.ks
-        cols = [f"recall@{k}" for k in ks[:2]] + ["mrr", "ndcg@10"]
-        if self.metric not in cols:
-            cols.append(self.metric)
+        cols = columns("sweep", self.grid.ks, self.metric)
         w = max(11, *(len(c) + 2 for c in cols))
         left = f"{'#':>3} {'strategy':<13}{'size':>6}{'overlap':>8} {'prefix':<7}{'retriever':<18}"
         head = left + "".join(f"{c:>{w}}" for c in cols) + f"{'p50 ms':>8}{'p95 ms':>8}  vs baseline ({self.metric})"
@@ -347,9 +355,8 @@ def summarize(grid: Grid, records: Sequence[dict]) -> SweepResult:
 
 def _ci_metrics(grid: Grid) -> list[str]:
     """The means the table, the report and the terminal show, each given an interval."""
-    ks = list(grid.ks)
-    return list(dict.fromkeys([grid.metric, *(f"recall@{k}" for k in ks), "mrr", "ndcg@10",
-                               f"context_tokens@{ks[0]}"]))
+    return list(dict.fromkeys([grid.metric, *columns("report", grid.ks, grid.metric),
+                               *columns("sweep", grid.ks, grid.metric)]))
 
 
 def _mean_cis(result: dict, grid: Grid, row: Any) -> dict[str, list[float]]:
