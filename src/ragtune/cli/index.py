@@ -8,7 +8,7 @@ from ..corpus import load_corpus
 from ..golden import load_golden
 from ..pipeline import PipelineConfig
 from .render import render_built, render_diff, render_version_line
-from .options import add_ray_flags, ray_embedders
+from .options import add_ray_flags, credentials, ray_embedders
 from ._common import add_pipeline_flags, command, emit, finite_float, int_in, pipeline_flags
 
 
@@ -25,7 +25,7 @@ def cmd_build(args) -> int:
     config = PipelineConfig.from_flags({**(args.config or {}), **pipeline_flags(args)}).index_config()
     store = _store(args)
     v = build_version(store, load_corpus(args.corpus), config, promote=True if args.promote else None, show_progress=True,
-                      make_embedder=ray_embedders(args))
+                      make_embedder=ray_embedders(args), credentials=credentials(args))
     return emit(args, {"id": v.id, "current": store.current_id(), **v.manifest}, render_built(v, store.current_id()))
 
 

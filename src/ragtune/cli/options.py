@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +25,7 @@ from ..io import write_json
 
 __all__ = ["Opt", "flag", "add_flags", "kwargs", "typed", "add_stage_flags", "int_in", "float_in", "finite_float", "int_list",
            "K", "add_chunker_flags", "add_pipeline_flags", "pipeline_flags", "pipeline_config", "filters",
-           "load_pipeline", "add_ray_flags", "ray_options", "ray_embedders", "sweep_executor"]
+           "load_pipeline", "credentials", "add_ray_flags", "ray_options", "ray_embedders", "sweep_executor"]
 
 
 # a library parameter whose flag is not ``--`` + its name with dashes
@@ -326,12 +325,17 @@ def pipeline_flags(args: Any) -> dict[str, Any]:
     flags = {k: v for k, v in (getattr(args, "config", None) or {}).items() if k not in ("candidates", "filter")}
     flags.update({k: getattr(args, k) for k in PIPELINE_KEYS if k not in ("candidates", "filter")
                   and getattr(args, k, None) is not None})
-    if getattr(args, "milvus_token", None):  # the engine reads it from the environment: never part of a config
-        os.environ["MILVUS_TOKEN"] = args.milvus_token
     # an option set to none (NONE_FLAG) stays in: PipelineConfig.from_flags makes it None; --query-prefix and
     # --passage-prefix land in opt_ too (the embedder's typed options)
     flags.update({k[4:]: v for k, v in vars(args).items() if k.startswith("opt_") and v is not None})
     return flags
+
+
+def credentials(args: Any) -> dict[str, str] | None:
+    """The secrets the flags gave, by engine (``--milvus-token`` -> ``{"milvus": token}``), handed to the library
+    as values; None without: the engine then reads its documented variable (``MILVUS_TOKEN``)."""
+    token = getattr(args, "milvus_token", None)
+    return {"milvus": token} if token else None
 
 
 def add_ray_flags(p: Any) -> None:
@@ -399,7 +403,7 @@ def load_pipeline(args: Any):
         raise ConfigError("--candidates needs --rerank (" + ", ".join(RERANKERS.names()) + ")")
     return open_pipeline(corpus=args.corpus, store=args.store, version=args.store_version, flags=pipeline_flags(args),
                          candidates=(args.candidates or [(args.config or {}).get("candidates", 50)])[0],
-                         show_progress=True)
+                         show_progress=True, credentials=credentials(args))
 
 
 # -- subcommands with the usual inputs ---------------------------------------------------------------------------

@@ -3,7 +3,8 @@
 An engine is where the index lives; the retrieval mode (``bm25``, ``dense``, ``hybrid``) is what it does.
 ``embedded`` is ragtune's own (numpy vectors, bm25s, a folder of plain files); ``milvus`` is Milvus, either
 Milvus Lite in a local file (``milvus_uri="./index.db"``) or a Milvus server or cluster
-(``milvus_uri="http://host:19530"``, token from ``MILVUS_TOKEN``). Each (engine, mode) pair is one entry of
+(``milvus_uri="http://host:19530"``, its token passed as ``credentials={"milvus": token}``, else read from
+``MILVUS_TOKEN``). Each (engine, mode) pair is one entry of
 the retriever registry: :func:`engine_retriever` names it.
 """
 

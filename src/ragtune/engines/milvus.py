@@ -19,8 +19,10 @@ Milvus returns (Lite's BM25 scores are negative), data is flushed after loading,
 reopening, aliases are dropped before their collection, inserts go in bounded batches, and the VARCHAR and top-k
 limits are checked here with a message that says what to change.
 
-The server token comes from the ``MILVUS_TOKEN`` environment variable (or ``connect(uri, token=...)``): it is
-never part of a configuration, so it never reaches a manifest, a sweep result or a cache key.
+The server token is a value: ``Resources(credentials={"milvus": token})`` (what ``open_pipeline``,
+``build_version`` and ``load_pipeline`` take as ``credentials``, and the CLI's ``--milvus-token`` gives) or
+``connect(uri, token=...)``; without one, the ``MILVUS_TOKEN`` environment variable is read (never written). It
+is never part of a configuration, so it never reaches a manifest, a sweep result or a cache key.
 """
 
 from __future__ import annotations
@@ -644,7 +646,7 @@ def build_retriever(config: Config, chunks: Sequence[Chunk], resources, *, colle
     if not chunks:
         raise ConfigError("cannot build a Milvus index over zero chunks; is the corpus empty?")
     embedder = resources.embedder() if mode != "bm25" else None
-    client = connect(uri)
+    client = connect(uri, _token(resources))
     name = collection or content_name(chunks, config, getattr(embedder, "cache_key", None))
     vectors = None
     if mode != "bm25":
@@ -668,8 +670,15 @@ def _load(config: Config, chunks: Sequence[Chunk], resources, folder) -> MilvusR
     its URI, or the one the caller reaches the same Milvus by, and the collection)."""
     engine = resources.stored.engine
     embedder = resources.embedder() if _mode(config) != "bm25" else None
-    return MilvusRetriever(connect(engine["uri"]), engine["collection"], config, chunks=chunks, embedder=embedder,
-                           uri=engine["uri"])
+    return MilvusRetriever(connect(engine["uri"], _token(resources)), engine["collection"], config, chunks=chunks,
+                           embedder=embedder, uri=engine["uri"])
+
+
+def _token(resources) -> str | None:
+    """The server token given as a value (``Resources(credentials={"milvus": token})``); None: :func:`connect`'s
+    default, the ``MILVUS_TOKEN`` environment variable."""
+    credential = getattr(resources, "credential", None)
+    return credential("milvus") if credential is not None else None
 
 
 from ..registry import RETRIEVERS  # noqa: E402

@@ -25,7 +25,7 @@ import os
 import shutil
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -76,8 +76,9 @@ class _Shared:
     """The state every view of one :class:`Resources` shares."""
 
     def __init__(self, show_progress: bool, cache_dir: Path | None, make_embedder: Callable[[str], Any] | None,
-                 keep_chunkings: int, keep_indexes: int):
+                 keep_chunkings: int, keep_indexes: int, credentials: Mapping[str, str] | None = None):
         self.show_progress = show_progress
+        self.credentials = dict(credentials or {})
         self.cache_dir = cache_dir
         self.make_embedder = make_embedder
         self.embedders: dict[str, Any] = {}
@@ -94,16 +95,17 @@ class Resources:
     ``embedder`` is the name (or an embedder object) that :meth:`embedder` returns. ``cache_dir`` turns on the
     on-disk chunking and BM25 caches (None: in memory only). ``stored`` is a store version's artifacts.
     ``make_embedder(name)`` makes the raw embedder for a name (default :func:`ragtune.embed.get_embedder`); it
-    is wrapped in the embedding cache either way."""
+    is wrapped in the embedding cache either way. ``credentials``: a secret per outside engine (``{"milvus": token}``),
+    handed to its client as a value (:meth:`credential`), never recorded in a configuration or a manifest."""
 
     def __init__(self, embedder: Any = DEFAULT_EMBEDDER, *, show_progress: bool = False,
                  cache_dir: str | os.PathLike[str] | None = None, stored: StoredIndex | None = None,
                  make_embedder: Callable[[str], Any] | None = None, keep_chunkings: int = 8, keep_indexes: int = 4,
-                 _shared: _Shared | None = None):
+                 credentials: Mapping[str, str] | None = None, _shared: _Shared | None = None):
         self._embedder = embedder
         self.stored = stored
         self._shared = _shared or _Shared(show_progress, Path(cache_dir) if cache_dir is not None else None,
-                                          make_embedder, keep_chunkings, keep_indexes)
+                                          make_embedder, keep_chunkings, keep_indexes, credentials)
 
     # -- views --------------------------------------------------------------------------------------------------
     def for_embedder(self, embedder: Any) -> "Resources":
@@ -112,6 +114,10 @@ class Resources:
         if embedder == self._embedder or not isinstance(self._embedder, str):
             return self
         return Resources(embedder, stored=self.stored, _shared=self._shared)
+
+    def credential(self, engine: str) -> str | None:
+        """The secret given for ``engine`` (``"milvus"``: a server's token), None when none was given."""
+        return self._shared.credentials.get(engine)
 
     @property
     def show_progress(self) -> bool:

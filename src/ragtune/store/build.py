@@ -33,17 +33,20 @@ def _embedding_info(emb) -> dict[str, Any]:
 
 
 def build_version(store: IndexStore, corpus: Corpus, config: PipelineConfig, *, promote: bool | None = None,
-                  show_progress: bool = False, make_embedder: Callable[[str], Any] | None = None) -> VersionInfo:
+                  show_progress: bool = False, make_embedder: Callable[[str], Any] | None = None,
+                  credentials: Mapping[str, str] | None = None) -> VersionInfo:
     """Chunk and embed ``corpus`` into a new version (through :func:`~ragtune.pipeline.build_pipeline`). With
     ``promote=None`` the first version of a store becomes current; later ones wait for ``promote``.
     ``make_embedder(name)`` makes the embedder (``ragtune.scale.ray_embedders(options)`` embeds the texts missing
-    from the embedding cache as Ray tasks)."""
+    from the embedding cache as Ray tasks). ``credentials``: an outside engine's secret (``{"milvus": token}``),
+    used to reach it and never written to the version."""
     if config.rerank or config.filter:
         raise ConfigError("an index holds chunking and retrieval only; rerank and filter apply at query time")
     t0 = time.perf_counter()
     before = store.current_id() if promote else None  # promote compares-and-swaps against what was current
     config = config.resolved(corpus.kind)
-    resources = Resources(config.embedder_id, show_progress=show_progress, make_embedder=make_embedder)
+    resources = Resources(config.embedder_id, show_progress=show_progress, make_embedder=make_embedder,
+                          credentials=credentials)
     if is_milvus(config):
         return _build_milvus(store, corpus, config, resources, promote, t0, before)
     try:
@@ -199,13 +202,14 @@ def _checked_embedder(v: Any, config: Any, resources: Resources) -> Any:
 
 
 def load_pipeline(store: IndexStore, version: str | None = None, *, show_progress: bool = False,
-                  milvus_uri: str | None = None) -> Pipeline:
+                  milvus_uri: str | None = None, credentials: Mapping[str, str] | None = None) -> Pipeline:
     """A ready :class:`Pipeline` from a stored version: chunks, BM25 index, vectors, their HNSW graph and a
     retriever's own saved index are loaded, nothing is rebuilt (a saved graph that does not match is, with a note). A version in Milvus searches its collection at the URI its manifest
-    records (or ``milvus_uri``: the same Milvus reached by another address)."""
+    records (or ``milvus_uri``: the same Milvus reached by another address), with ``credentials["milvus"]``
+    as its token when given."""
     v = store.get(version)
     config = PipelineConfig.from_dict(v.manifest["config"])
-    resources = Resources(config.embedder_id, show_progress=show_progress)
+    resources = Resources(config.embedder_id, show_progress=show_progress, credentials=credentials)
     stored = StoredIndex(chunking=store.chunks(v.id))
     if is_milvus(config):
         engine = v.manifest.get("engine") or {}
@@ -254,7 +258,7 @@ def _build_milvus(store: IndexStore, corpus: Corpus, config: PipelineConfig, res
         vectors = resources.dense(chunks).vectors
         embedding = _embedding_info(emb)
         stats.update(texts_embedded=emb.stats["misses"], embedding_cache_hits=emb.stats["hits"])
-    publish, discard = build_collection(store, config, chunks, vectors)
+    publish, discard = build_collection(store, config, chunks, vectors, token=resources.credential("milvus"))
     try:
         v = store.write_version(config=config, corpus=corpus, chunks=chunks, parents=parents, vectors=vectors,
                                 embedding=embedding, build_s=time.perf_counter() - t0, stats=stats, engine=publish)

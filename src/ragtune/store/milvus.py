@@ -42,16 +42,17 @@ def _uri(uri: str) -> str:
     return os.path.abspath(uri) if uri.endswith(".db") else uri
 
 
-def build_collection(store, config, chunks: Sequence[Chunk], vectors: np.ndarray | None
+def build_collection(store, config, chunks: Sequence[Chunk], vectors: np.ndarray | None, *, token: str | None = None
                      ) -> tuple[Callable[[str], Mapping[str, Any]], Callable[[], None]]:
     """Load ``chunks`` into a temporary collection now; return ``(publish, discard)``: ``publish(vid)`` renames it
     to the version's name and returns the manifest's ``engine`` record (called by ``write_version`` under the
-    store lock, once the version id is known), ``discard()`` drops it (a failed build)."""
+    store lock, once the version id is known), ``discard()`` drops it (a failed build). ``token``: the server's
+    (None: ``MILVUS_TOKEN``)."""
     from ..engines import milvus as m
 
     cfg = config.retriever_config()
     uri = _uri(cfg.milvus_uri)
-    client = m.connect(uri)
+    client = m.connect(uri, token)
     prefix = store_prefix(store.root)
     tmp = f"{prefix}_build{os.getpid()}_{time.time_ns() % 10**12}"
     m.create_index(client, tmp, chunks, cfg, vectors=vectors, replace=True)

@@ -18,10 +18,12 @@ __all__ = ["open_pipeline"]
 
 
 def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None = None,
-                  flags: Mapping[str, Any] | None = None, candidates: int = 50, show_progress: bool = False) -> Pipeline:
+                  flags: Mapping[str, Any] | None = None, candidates: int = 50, show_progress: bool = False,
+                  credentials: Mapping[str, str] | None = None) -> Pipeline:
     """The pipeline ``flags`` describe, built over ``corpus`` (a path or :class:`Corpus`), or loaded from an index
     ``store`` (path), whose version fixes chunking, retrieval and the embedder: options contradicting it are
-    refused, a reranker (``rerank``, ``rerank_*``) may be added."""
+    refused, a reranker (``rerank``, ``rerank_*``) may be added. ``credentials``: an outside engine's secret
+    (``{"milvus": token}``), handed to its client, never part of the configuration."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     if version and not store:
         raise ParameterError("{} selects a version of an index store; give {} too", "version", "store")
@@ -33,7 +35,8 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
 
             corpus = load_corpus(corpus)
         config = PipelineConfig.from_flags({**flags, "candidates": candidates})
-        return build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress))
+        return build_pipeline(corpus, config, resources=Resources(config.embedder_id, show_progress=show_progress,
+                                                                  credentials=credentials))
     if corpus is not None:
         raise ParameterError("give {} or {}, not both", "corpus", "store")
     milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
@@ -44,7 +47,8 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
         raise ParameterError("with {}, chunking, retrieval and the embedder come from the stored version; drop {} "
                              "(or build a new version with `ragtune index build`)", "store", index_keys)
     flags = {k: v for k, v in flags.items() if k not in index_keys}
-    p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri)
+    p = load_pipeline(IndexStore(store), version, show_progress=show_progress, milvus_uri=milvus_uri,
+                      credentials=credentials)
     if not flags:
         return p
     cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})
