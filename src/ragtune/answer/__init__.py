@@ -53,38 +53,30 @@ def _llm_judge(kind: str):
     return build
 
 
-def _register() -> None:
-    from ..registry import GENERATORS, JUDGES
+from ..registry import GENERATORS, JUDGES  # noqa: E402 - registered where they are built
 
-    GENERATORS.register("extractive", ExtractiveConfig, _extractive, replace=True,
-                        summary="offline: quotes the best-matching context sentences, cited (a baseline)")
-    GENERATORS.register("anthropic", AnthropicChatConfig, _anthropic, argument="optional",
-                        summary="Anthropic Messages API", calls_llm=True, replace=True)
-    GENERATORS.register("openai", OpenAIChatConfig, _openai_chat, argument="required", calls_llm=True, replace=True,
-                        summary="any OpenAI-compatible chat completions server")
-    JUDGES.register("heuristic", HeuristicJudgeConfig, _heuristic, replace=True,
-                    summary="offline: citation coverage, validity and lexical support (a heuristic)")
-    for kind in ("openai", "anthropic"):
-        JUDGES.register(kind, LLMJudgeConfig, _llm_judge(kind), argument="required",
-                        summary=f"an LLM judge through the {kind} API", calls_llm=True, replace=True)
-
-
-_register()
+GENERATORS.register("extractive", ExtractiveConfig, _extractive, replace=True,
+                    summary="offline: quotes the best-matching context sentences, cited (a baseline)")
+GENERATORS.register("anthropic", AnthropicChatConfig, _anthropic, argument="optional",
+                    summary="Anthropic Messages API", calls_llm=True, replace=True)
+GENERATORS.register("openai", OpenAIChatConfig, _openai_chat, argument="required", calls_llm=True, replace=True,
+                    summary="any OpenAI-compatible chat completions server")
+JUDGES.register("heuristic", HeuristicJudgeConfig, _heuristic, replace=True,
+                summary="offline: citation coverage, validity and lexical support (a heuristic)")
+for _kind in ("openai", "anthropic"):
+    JUDGES.register(_kind, LLMJudgeConfig, _llm_judge(_kind), argument="required",
+                    summary=f"an LLM judge through the {_kind} API", calls_llm=True, replace=True)
 
 
 def make_generator(name: str = "extractive", options: Mapping[str, Any] | None = None) -> Generator:
     """``extractive`` (offline), ``anthropic`` / ``anthropic:<model>``, ``openai:<model>``, with that entry's
     typed ``options`` (:mod:`ragtune.answer.config`; a misspelt one is a ConfigError listing the valid ones)."""
-    from ..registry import GENERATORS
-
     return GENERATORS.build(name, options=options)
 
 
 def make_judge(name: str = "heuristic", options: Mapping[str, Any] | None = None):
     """``heuristic`` (offline, lexical) or ``openai:<model>`` / ``anthropic:<model>`` (LLM judge), with that
     entry's typed ``options`` (:class:`~ragtune.answer.config.LLMJudgeConfig`)."""
-    from ..registry import JUDGES
-
     return JUDGES.build(name, options=options)
 
 

