@@ -220,3 +220,22 @@ def test_a_retriever_reopened_by_its_load_is_checked_too(tmp_path):
             load_pipeline(store)
     finally:
         RETRIEVERS.unregister("saved")
+
+
+def test_a_module_registering_a_broken_chunker_fails_on_import(tmp_path, monkeypatch):
+    """How make test fails on a built-in (or plugin) module whose class breaks its protocol: importing the module
+    raises, so every test that looks the stage up fails, naming the class and what it lacks."""
+    (tmp_path / "broken_chunker.py").write_text(
+        "from dataclasses import dataclass\n"
+        "from ragtune.config import Config\n"
+        "from ragtune.registry import CHUNKERS\n\n"
+        "@dataclass(frozen=True)\nclass HalvesConfig(Config):\n    prefix: bool = False\n\n"
+        "class Halves:\n    name = 'halves'\n"
+        "    def __init__(self, config):\n        self.config = config\n"
+        "    def chunks(self, doc):  # the protocol's method is chunk\n        return []\n\n"
+        "CHUNKERS.register('broken-halves', HalvesConfig, Halves)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(StageContractError, match=r"^chunker 'broken-halves': class broken_chunker.Halves does not "
+                                                 r"satisfy the Chunker protocol .*: it lacks chunk\(\)$"):
+        importlib.import_module("broken_chunker")
+    assert "broken-halves" not in REGISTRIES["chunker"].names()
