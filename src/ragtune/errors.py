@@ -81,20 +81,25 @@ class ParameterError(ConfigError):
     """Parameters given together that do not go together, or one that is missing. The message names them as
     parameters (``give corpus or store, not both``); ``params`` holds those names, in the order of the message's
     ``{}`` fields (a sequence of names fills one field, joined by commas), and :meth:`respell` writes the message
-    with each name spelt another way: the command line spells them as its flags (``--corpus``)."""
+    with each name spelt another way: the command line spells them as its flags (``--corpus``). ``prefix`` is
+    text put before the message as it is (a URL, a file name: braces in it are no fields)."""
 
-    def __init__(self, template: str, *params: str | tuple[str, ...] | list[str]):
+    def __init__(self, template: str, *params: str | tuple[str, ...] | list[str], prefix: str = ""):
         self.template, self.params = template, tuple(p if isinstance(p, str) else tuple(p) for p in params)
+        self.prefix = prefix
         super().__init__(self.respell(str))
 
     def __reduce__(self):  # pickled (a Ray worker's error) with its parameters, not only its text
-        return type(self), (self.template, *self.params)
+        return type(self), (self.template, *self.params), {"prefix": self.prefix}
+
+    def __str__(self) -> str:
+        return self.respell(str)
 
     def respell(self, spell) -> str:
         """The message with each parameter name written as ``spell(name)``."""
         if not self.params:
-            return self.template
-        return self.template.format(*(spell(p) if isinstance(p, str) else ", ".join(map(spell, p))
+            return self.prefix + self.template
+        return self.prefix + self.template.format(*(spell(p) if isinstance(p, str) else ", ".join(map(spell, p))
                                       for p in self.params))
 
 

@@ -56,3 +56,12 @@ def test_a_parameter_error_respells_and_pickles():
     assert e.respell(lambda n: "--" + n.replace("_", "-")) == "drop --chunker, --rerank-model (with --store)"
     back = pickle.loads(pickle.dumps(e))
     assert str(back) == str(e) and back.params == e.params
+
+
+def test_a_prefix_is_text_not_fields():
+    import pickle
+
+    e = ParameterError("; pass the hit list's path ({})", "hits_path", prefix="http://x/s?q={query}: nothing")
+    assert str(e) == "http://x/s?q={query}: nothing; pass the hit list's path (hits_path)"
+    assert e.respell(lambda n: "--hits-path") == "http://x/s?q={query}: nothing; pass the hit list's path (--hits-path)"
+    assert str(pickle.loads(pickle.dumps(e))) == str(e)

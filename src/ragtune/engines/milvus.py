@@ -41,7 +41,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from ..config import Config, Opt, check_choice, check_range
-from ..errors import ConfigError, EngineError, MissingDependencyError, RagtuneError
+from ..errors import ConfigError, EngineError, MissingDependencyError, ParameterError, RagtuneError
 from ..http import redact_text, redact_url
 from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
@@ -78,8 +78,8 @@ def _pymilvus():
 def check_uri(uri: Any) -> str:
     """A Milvus URI: a Milvus Lite file (``*.db``) or a server address (``http://``, ``https://``, ``tcp://``)."""
     if not isinstance(uri, str) or not uri.strip():
-        raise ConfigError("the milvus engine needs milvus_uri: a Milvus Lite file such as ./index.db "
-                          "(--milvus-uri ./index.db) or a server such as http://localhost:19530")
+        raise ParameterError("the milvus engine needs {}: a Milvus Lite file such as ./index.db or a server such "
+                             "as http://localhost:19530", "milvus_uri")
     if uri.startswith(("http://", "https://", "tcp://", "unix:")) or uri.endswith(".db"):
         return uri
     raise ConfigError(f"milvus_uri {redact_url(uri)!r} is neither a Milvus Lite file (a path ending in .db, e.g. "
@@ -367,8 +367,9 @@ def _rows(chunks: Sequence[Chunk], vectors: np.ndarray | None, analyzer: Analyze
         blob = json.dumps(record, ensure_ascii=False)
         meta = filter_record(chunk_fields(c))
         if _utf8_len(blob) > MAX_JSON_BYTES or _utf8_len(json.dumps(meta)) > MAX_JSON_BYTES:
-            raise ConfigError(f"chunk {c.id} of {c.doc_id!r} is {_utf8_len(blob):,} bytes as JSON, over Milvus's JSON "
-                              f"limit of {MAX_JSON_BYTES:,}: use a smaller chunk size (--size) or fewer metadata")
+            raise ParameterError(": use a smaller chunk size ({}) or fewer metadata", "size",
+                                 prefix=f"chunk {c.id} of {c.doc_id!r} is {_utf8_len(blob):,} bytes as JSON, over "
+                                        f"Milvus's JSON limit of {MAX_JSON_BYTES:,}")
         row = {"pk": i, "chunk_id": c.id, "doc_id": c.doc_id, "anchor": anchor, "start": c.start, "end": c.end,
                "meta": meta, "chunk": record}
         if analyzer is not None:

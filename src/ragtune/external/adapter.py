@@ -19,7 +19,7 @@ from concurrent.futures import TimeoutError as FuturesTimeout
 from typing import Any
 
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, RagtuneError
+from ..errors import ConfigError, ParameterError, RagtuneError
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..golden import GoldenSet
 from ..progress import progress_iter
@@ -75,8 +75,8 @@ class ExternalRetriever:
 
     def search(self, query: str, k: int = 10, filters: Any = None, *, question: str = "") -> Ranking:
         if filters is not None:
-            raise ConfigError(f"{self.name}: filters are not passed to outside retrievers; filter inside the "
-                              "retriever, or drop --filter")
+            raise ParameterError(": filters are not passed to outside retrievers; filter inside the retriever, or "
+                                 "drop {}", "filters", prefix=str(self.name))
         t0 = time.perf_counter()
         raw = self._fetch(query, k)
         if inspect.isawaitable(raw):

@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError
+from ..errors import ConfigError, CorpusNotFoundError, GoldenSetError, ParameterError
 from ..config import Opt
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..evaluate.match import MatchOptions
@@ -179,7 +179,8 @@ def export_to(
     if fmt not in ("trec", "beir", "ranx"):
         raise ConfigError(f"unknown export format {fmt!r}; pick one of trec, beir, ranx")
     if golden is None and result is None:
-        raise ConfigError("nothing to export: pass a golden set (--golden) and/or an eval result (--result)")
+        raise ParameterError("nothing to export: pass a golden set ({}) and/or an eval result ({})", "golden",
+                             "result")
     if isinstance(golden, (str, os.PathLike)):
         golden = load_golden_or_qrels(golden, split=split)
     if isinstance(result, (str, os.PathLike)):
@@ -194,7 +195,7 @@ def export_to(
     written: list[dict[str, Any]] = []
     if fmt == "beir":
         if result is not None:
-            raise ConfigError("BEIR has no run format; export an eval result with --format trec or ranx")
+            raise ParameterError("BEIR has no run format; export an eval result with {} trec or ranx", "format")
         export_beir(golden, out)
         written.append({"path": str(out), "what": "BEIR golden set", "lines": len(golden)})
         return written

@@ -27,7 +27,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import APIError, ConfigError, MissingDependencyError
+from ..errors import APIError, ConfigError, MissingDependencyError, ParameterError
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..golden import GoldenSet
 from ..http import DEFAULT_MAX_BYTES, JSONClient, redact_url
@@ -167,8 +167,9 @@ class HTTPRetriever:
         hits = self._hits.search(answer)
         if hits is None:
             keys = ", ".join(answer) if isinstance(answer, dict) else type(answer).__name__
-            raise ConfigError(f"{redact_url(self.url)}: the hits path {self.hits_path!r} finds nothing in the answer "
-                              f"(top-level keys: {keys}); pass the JMESPath to the hit list (CLI: --hits-path)")
+            raise ParameterError("; pass the JMESPath to the hit list ({})", "hits_path",
+                                 prefix=f"{redact_url(self.url)}: the hits path {self.hits_path!r} finds nothing in "
+                                        f"the answer (top-level keys: {keys})")
         if not isinstance(hits, list):
             raise ConfigError(f"{redact_url(self.url)}: the hits path {self.hits_path!r} gives a "
                               f"{type(hits).__name__}, not a list of hits")
@@ -179,8 +180,8 @@ class HTTPRetriever:
     def _identify(self, hit: Any, rank: int) -> ExternalHit:
         value = self._field.search(hit)  # type: ignore[union-attr]
         if value is None or value == "":
-            raise ConfigError(f"{redact_url(self.url)}: hit {rank} has nothing at {self.hit_field!r}; pass the "
-                              "JMESPath to the field that identifies a hit (CLI: --hit-field)")
+            raise ParameterError("; pass the JMESPath to the field that identifies a hit ({})", "hit_field",
+                                 prefix=f"{redact_url(self.url)}: hit {rank} has nothing at {self.hit_field!r}")
         if isinstance(value, (dict, list)):
             return to_hit(value, where=f"hit {rank}")
         base = to_hit(hit, where=f"hit {rank}") if isinstance(hit, dict) and _has_any(hit) else ExternalHit()

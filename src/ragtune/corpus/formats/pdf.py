@@ -517,7 +517,7 @@ class PdfLoader:
                 raise CorpusError("encrypted: pass its password with loader option pdf.password=...") from None
             if code == raw.FPDF_ERR_SECURITY:
                 raise CorpusError("encrypted with a security handler PDFium does not support: decrypt it first "
-                                  "(e.g. qpdf --decrypt) and load the result") from None
+                                  "(e.g. `qpdf --decrypt IN.pdf OUT.pdf`) and load the result") from None
             reason = "its structure is damaged or it is cut short" if code == raw.FPDF_ERR_FORMAT else str(e)
             raise CorpusError(f"not a readable PDF: {reason}; check that it opens in a PDF viewer, repair it "
                               "(e.g. qpdf) or remove it from the corpus") from None
