@@ -31,7 +31,7 @@ def test_a_run_scored_from_typed_values(corpus, files):
 @pytest.mark.parametrize("given, message", [
     ({}, "give endpoint (a search service's URL) or run (a run file)"),
     ({"endpoint": "http://127.0.0.1:9/s", "run": "x.trec"}, "give endpoint or run, not both"),
-    ({"run": "x.trec", "filter": "dir=a"}, "filter cannot apply to a run file; filter when you make the run"),
+    ({"run": "x.trec", "filters": ["dir=a"]}, "filters cannot apply to a run file; filter when you make the run"),
 ])
 def test_errors_name_parameters_not_flags(files, given, message):
     with pytest.raises(ParameterError) as e:

@@ -10,10 +10,10 @@ from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..errors import ConfigError
 from ..evaluate.match import MatchOptions
-from ..external.outside import EndpointOptions, evaluate_outside
+from ..external.outside import EndpointOptions, evaluate_outside, parse_header
 from ..golden import load_golden
 from ..registry import RERANKERS
-from .options import add_flags, kwargs
+from .options import add_flags, kwargs, typed
 from ..pipeline.evaluation import evaluate_reranking
 from .render import (render_answer_metrics, render_calibration, render_candidates, render_eval, render_outside,
                      render_rerank_usage)
@@ -49,7 +49,6 @@ def cmd_eval(args) -> int:
 def _emit_gated(args, data, text) -> int:
     """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop). A baseline
     that is a run file is scored as eval --run would: golden set, corpus and matching options."""
-    from ..evaluate.match import MatchOptions
     from ..external.files import gate_inputs
 
     inputs = gate_inputs(None if args.update_baseline else args.baseline, args.golden, split=args.split,
@@ -66,31 +65,18 @@ def _emit_gated(args, data, text) -> int:
     return gate.exit_code
 
 
-PIPELINE_ONLY = ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
-
-
 def cmd_eval_external(args) -> int:
     """--endpoint URL or --run FILE: an outside retriever's rankings, scored like ragtune's own."""
-    if given := [f"--{n}" for n in PIPELINE_ONLY if getattr(args, n, None)]:
+    if given := [f"--{n}" for n in ("store", "rerank", "retriever", "chunker", "embedder", "answers", "candidates")
+                 if getattr(args, n, None)]:
         raise ConfigError(f"{', '.join(given)} configure a ragtune pipeline; with --endpoint or --run the retriever "
                           "is outside ragtune (drop them)")
-    flt = " and ".join(f"({f})" for f in args.filter) if len(args.filter) > 1 else (args.filter or [None])[0]
-    result = evaluate_outside(args.golden, endpoint=args.endpoint, run=args.run, split=args.split,
-                              corpus=args.corpus, ks=args.k, depth=args.depth, filter=flt, labels=args.labels,
-                              request=EndpointOptions(**kwargs(EndpointOptions, args),
-                                                      headers=dict(map(_header, args.header))),
+    result = evaluate_outside(args.golden, **kwargs(evaluate_outside, args), split=args.split, corpus=args.corpus,
+                              ks=args.k, depth=args.depth, filters=args.filter, labels=args.labels,
+                              request=EndpointOptions(**kwargs(EndpointOptions, args), headers=dict(args.header)),
                               match=MatchOptions(**kwargs(MatchOptions, args)))
     return _emit_gated(args, json_finite(result.to_dict()),
                        render_eval(result, failures=args.failures) + "\n" + render_outside(result))
-
-
-def _header(spec: str) -> tuple[str, str]:
-    """``X-API-Key=SEARCH_KEY`` -> ``("X-API-Key", "SEARCH_KEY")`` (header name, environment variable)."""
-    name, sep, env = spec.partition("=")
-    if not sep or not name.strip() or not env.strip() or not env.strip().replace("_", "").isalnum():
-        raise ConfigError(f"--header takes NAME=ENVVAR (the value is read from the environment variable, never "
-                          f"written on the command line), got {spec.split('=')[0]!r}=...")
-    return name.strip(), env.strip()
 
 
 def cmd_calibrate(args) -> int:
@@ -120,9 +106,9 @@ def add(sub) -> None:
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
     add_flags(a, answer_golden)
     o = p.add_argument_group("outside retrievers (docs/guide/external-retrievers.md)")
-    add_flags(o, evaluate_outside)
-    add_flags(o, EndpointOptions)
-    o.add_argument("--header", action="append", default=[], metavar="NAME=ENVVAR",
+    for target in (evaluate_outside, EndpointOptions):
+        add_flags(o, target)
+    o.add_argument("--header", action="append", type=typed(parse_header), default=[], metavar="NAME=ENVVAR",
                    help="send header NAME with the value of environment variable ENVVAR (repeatable; never printed)")
     add_flags(o, MatchOptions)
     add_flags(p.add_argument_group("regression gate for CI (docs/guide/ci-gate.md)"), ci_gate)

@@ -12,7 +12,17 @@ from ..errors import ConfigError, ParameterError
 from ..evaluate.evaluate import EvalResult
 from ..evaluate.match import MatchOptions
 
-__all__ = ["EndpointOptions", "evaluate_outside"]
+__all__ = ["EndpointOptions", "evaluate_outside", "parse_header"]
+
+
+def parse_header(spec: str) -> tuple[str, str]:
+    """``"X-API-Key=SEARCH_KEY"`` -> ``("X-API-Key", "SEARCH_KEY")``: a header's name and the environment variable
+    holding its value (an entry of :attr:`EndpointOptions.headers`)."""
+    name, sep, env = spec.partition("=")
+    if not sep or not name.strip() or not env.strip() or not env.strip().replace("_", "").isalnum():
+        raise ConfigError(f"expected NAME=ENVVAR (the value is read from the environment variable, never written "
+                          f"on the command line), got {spec.split('=')[0]!r}=...")
+    return name.strip(), env.strip()
 
 
 @dataclass(frozen=True)
@@ -54,13 +64,13 @@ def evaluate_outside(
     run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL",
                                    metavar="FILE")] = None,
     split: str | None = None, corpus: Any = None, ks: Sequence[int] = (5, 10, 20), depth: int = 100,
-    filter: str | None = None, labels: str = "human", request: EndpointOptions = EndpointOptions(),
+    filters: Sequence[str] = (), labels: str = "human", request: EndpointOptions = EndpointOptions(),
     match: MatchOptions = MatchOptions(),
 ) -> EvalResult:
     """The evaluation of an outside retriever, ``endpoint`` (a search service, called as ``request`` says) or
     ``run`` (a run file), on ``golden`` (a golden set, BEIR folder with ``split``, or TREC qrels), hits matched as
-    ``match`` says (``result.matching`` reports how). ``corpus``: a path or a :class:`~ragtune.Corpus`; ``filter``:
-    a filter expression the endpoint receives. ``labels`` as for :func:`ragtune.load_golden`: ``human`` leaves
+    ``match`` says (``result.matching`` reports how). ``corpus``: a path or a :class:`~ragtune.Corpus`; ``filters``:
+    filter expressions the endpoint receives, ANDed. ``labels`` as for :func:`ragtune.load_golden`: ``human`` leaves
     LLM-only labels out, ``all`` scores them."""
     from ..corpus import Corpus, load_corpus
     from .files import evaluate_run_file, load_golden_or_qrels
@@ -70,8 +80,9 @@ def evaluate_outside(
         raise ParameterError("give {} or {}, not both", "endpoint", "run")
     if not endpoint and not run:
         raise ParameterError("give {} (a search service's URL) or {} (a run file)", "endpoint", "run")
-    if filter and run:
-        raise ParameterError("{} cannot apply to a run file; filter when you make the run", "filter")
+    if filters and run:
+        raise ParameterError("{} cannot apply to a run file; filter when you make the run", "filters")
+    flt = (filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)) if filters else None
     docs = corpus if corpus is None or isinstance(corpus, Corpus) else load_corpus(corpus)
     gold = load_golden_or_qrels(golden, split=split, labels=labels)
     m = {"base_url": match.base_url, "path_prefix": match.path_prefix, "fuzzy": match.fuzzy,
@@ -82,7 +93,7 @@ def evaluate_outside(
         if any(not i.q.strip() for i in gold):
             raise ConfigError(f"{golden}: questions without text (qrels?) cannot be sent to an endpoint; use a "
                               "golden set with questions")
-        result = evaluate_endpoint(endpoint, gold, corpus=docs, ks=ks, depth=depth, filters=filter,
+        result = evaluate_endpoint(endpoint, gold, corpus=docs, ks=ks, depth=depth, filters=flt,
                                    show_progress=True, **m, **request.evaluate_kwargs())
     return result
 
