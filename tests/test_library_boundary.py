@@ -38,15 +38,12 @@ FLAG_DEBT = {
     "rerank_export.py": (1, "--out in the export's error"),
     "retrieve/base.py": (1, "an empty query's example command, not quoted as one"),
     "retrieve/llm_rerank.py": (3, "--rerank and --rerank-model in the LLM reranker's errors"),
-    "retrieve/onnx_rerank.py": (1, "--rerank-max-length in the ONNX reranker's error"),
-    "scale/ray.py": (2, "--ray in the missing-Ray errors"),
     "serve/app.py": (7, "--host, --port, --api-key-env, --insecure-no-key and example commands in the server's "
                         "checks"),
     "serve/guard.py": (4, "--max-connections and --request-timeout in the server's checks"),
     "serve/run.py": (2, "--workers in the server's checks"),
     "serve/telemetry.py": (2, "--since and --log in the telemetry log's errors"),
     "store/build.py": (1, "--allow-mass-removal beside allow_mass_removal=True"),
-    "store/store.py": (1, "gc --keep"),
     "sweep/runner.py": (1, "--out in the sweep folder's error"),
     "sweep/tracking.py": (1, "'(ragtune sweep --out ...)': a command, not quoted in backticks"),
 }

@@ -51,7 +51,7 @@ def test_gc_with_a_single_promoted_version(tmp_path):
 
 def test_gc_keep_must_be_positive(tmp_path):
     store = make_store(tmp_path / "s", 2)
-    with pytest.raises(ConfigError, match="^gc --keep must be at least 1$"):
+    with pytest.raises(ConfigError, match="^gc: keep must be at least 1$"):
         store.gc(keep=0)
     assert [v.id for v in store.list()] == ["v0001", "v0002"]
 

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import ConfigError, MissingDependencyError
+from ..errors import ConfigError, MissingDependencyError, ParameterError
 
 __all__ = ["OnnxCrossEncoder", "ONNX_FP32", "ONNX_INT8", "TOKENIZER", "MANIFEST", "onnx_file", "is_onnx_folder",
            "DEFAULT_MAX_LENGTH", "TRAINED_LENGTH_KEY", "trained_max_length"]
@@ -166,9 +166,9 @@ class OnnxCrossEncoder:
             try:
                 raw = self._session.run(None, feeds)[0]
             except Exception as e:  # e.g. inputs longer than the model's position embeddings
-                raise ConfigError(f"{self.model_path}: onnxruntime failed on a batch of {len(idx)} pairs of up to "
-                                  f"{width} tokens ({str(e).splitlines()[0][:200]}); if the model reads fewer "
-                                  "tokens, lower --rerank-max-length") from None
+                raise ParameterError("; if the model reads fewer tokens, lower {}", "rerank_max_length",
+                                     prefix=f"{self.model_path}: onnxruntime failed on a batch of {len(idx)} pairs "
+                                            f"of up to {width} tokens ({str(e).splitlines()[0][:200]})") from None
             logits = np.asarray(raw, dtype=np.float64).reshape(len(idx), -1)
             out[idx] = logits[:, -1]
         return out

@@ -47,7 +47,7 @@ def _import_ray():
     try:
         import ray
     except ImportError:
-        raise MissingDependencyError(f"--ray needs Ray, which is not installed: {INSTALL}") from None
+        raise MissingDependencyError(f"running on Ray needs Ray, which is not installed: {INSTALL}") from None
     return ray
 
 
@@ -89,7 +89,7 @@ class RayOptions:
         if isinstance(self.task_cpus, bool) or not isinstance(self.task_cpus, (int, float)) or not self.task_cpus > 0:
             raise ConfigError(f"Ray task_cpus must be a number > 0, got {self.task_cpus!r}")
         if not _ray_installed():
-            raise MissingDependencyError(f"--ray needs Ray, which is not installed: {INSTALL}")
+            raise MissingDependencyError(f"running on Ray needs Ray, which is not installed: {INSTALL}")
 
     def worker_cache_dir(self) -> str:
         """The cache folder the workers use: ``cache_dir``, else this machine's cache folder as an absolute path."""

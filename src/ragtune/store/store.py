@@ -68,7 +68,7 @@ import numpy as np
 
 from .._version import __version__
 from ..corpus.corpus import Corpus
-from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, StoreError, StoreLockedError
+from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, ParameterError, StoreError, StoreLockedError
 from ..io import write_atomic
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
@@ -707,7 +707,7 @@ class IndexStore:
         target, and every damaged version that is not current. Each goes to ``trash/`` in one rename
         before its files are deleted."""
         if keep < 1:
-            raise ConfigError("gc --keep must be at least 1")
+            raise ParameterError("gc: {} must be at least 1", "keep")
         self._require()
         with self.locked():  # never while a build is writing
             return self._gc_locked(keep)
