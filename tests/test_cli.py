@@ -170,8 +170,9 @@ def test_stage_flags_say_what_they_do_and_take_none(md_corpus, tmp_path, capsys)
 
 
 def test_the_cli_stays_a_thin_shell():
-    """Flags derive from the registries and annotated options; logic lives in the library. Budget: under 500
-    lines of code in the command modules of src/ragtune/cli (blank lines, comments and docstrings not counted).
+    """Flags derive from the registries and annotated options; logic lives in the library. Budget: under 520
+    lines of code in the command modules of src/ragtune/cli (blank lines, comments and docstrings not counted;
+    500 until the library stopped speaking flags and the flag translation it held moved here, 12 lines).
     The flag derivation (options.py) and the terminal text (render.py) live in cli/ too, so that no library
     module imports them; they are counted apart, each under its own budget."""
     import ast
@@ -194,5 +195,5 @@ def test_the_cli_stays_a_thin_shell():
             apart[f.name] = n
         else:
             total += n
-    assert 100 < total < 500, f"the commands in src/ragtune/cli hold {total} lines of code"
+    assert 100 < total < 520, f"the commands in src/ragtune/cli hold {total} lines of code"
     assert set(apart) == {"options.py", "render.py"} and all(n < 300 for n in apart.values()), apart

@@ -13,7 +13,7 @@ from .._version import __version__
 from ..errors import ParameterError, RagtuneError
 from . import corpus, eval, export, index, label, reranker, search, serve, sweep
 from ._common import Parser, redact_text
-from .options import corpus_input, flag
+from .options import corpus_input, flag, read_config_input
 
 __all__ = ["build_parser", "main"]
 
@@ -31,6 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.corpus = corpus_input(args)  # with --format/--loader-option, loaded here: commands take a Corpus too
+        read_config_input(args)
         return int(args.func(args))
     except RagtuneError as e:
         # a library error names parameters (give corpus or store); here they are spelt as flags (--corpus)

@@ -39,16 +39,7 @@ def cmd_refresh(args) -> int:
 
 
 def cmd_list(args) -> int:
-    from ..errors import DamagedStoreError
-
-    store = _store(args)
-    versions = store.list(include_damaged=True)
-    try:
-        cur, damaged = store.current_id(), None
-        if cur is not None and cur not in {v.id for v in versions}:
-            store.get()  # CURRENT names a version that is gone: DamagedStoreError
-    except DamagedStoreError as e:  # still list the versions: one of them is the repair
-        cur, damaged = None, e
+    versions, cur, damaged = _store(args).status()  # a damaged CURRENT still lists: one version is the repair
     emit(args, [{"id": v.id, "current": v.id == cur, "problem": v.problem, **v.manifest} for v in versions],
          "\n".join(render_version_line(v, cur) for v in versions) or f"no versions in {args.store}")
     if damaged is not None:

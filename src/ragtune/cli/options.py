@@ -270,6 +270,14 @@ def corpus_input(args: Any) -> Any:
     return load_corpus(args.corpus, formats=dict(formats), loader_options=by_format)
 
 
+def read_config_input(args: Any) -> None:
+    """``args.config`` (a pipeline file's path) made its flags, after parsing: a bad file is one error line."""
+    if isinstance(getattr(args, "config", None), str):
+        from ..pipeline import read_pipeline_flags
+
+        args.config = read_pipeline_flags(args.config)
+
+
 def add_chunker_flags(p: Any) -> None:
     """--chunker, --prefix, --embedder (+ its prefixes) and every registered chunker's options."""
     from ..registry import CHUNKERS, EMBEDDERS
@@ -291,14 +299,13 @@ def add_chunker_flags(p: Any) -> None:
 def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> None:
     """The inputs (--corpus or --store/--version), the chunker flags, the first stage and its options, and (with
     ``rerank``) the reranker, its options, --candidates and --filter."""
-    from ..pipeline import read_pipeline_flags
     from ..registry import RERANKERS, RETRIEVERS
 
     if store:
         add_corpus_flags(p, required=False)
         p.add_argument("--store", help="an index store: its current version (or --version) instead of --corpus")
         p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
-    p.add_argument("--config", metavar="FILE", type=typed(read_pipeline_flags), help="a pipeline file (TOML/YAML "
+    p.add_argument("--config", metavar="FILE", help="a pipeline file (TOML/YAML "
                    "of the flag names below, as a sweep writes best.toml); flags given override it")
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")

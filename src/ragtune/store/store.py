@@ -307,6 +307,19 @@ class IndexStore:
                 out.append(v)
         return out
 
+    def status(self) -> tuple[list[VersionInfo], str | None, DamagedStoreError | None]:
+        """Every version (damaged ones included), the current id, and the damage of the ``CURRENT`` pointer if it
+        is damaged (unreadable, or naming a version that is gone): the listing still comes back, since one of the
+        versions is the repair. The current id is None when there is none or the pointer is damaged."""
+        versions = self.list(include_damaged=True)
+        try:
+            cur = self.current_id()
+            if cur is not None and cur not in {v.id for v in versions}:
+                self.get()  # CURRENT names a version that is gone: DamagedStoreError
+        except DamagedStoreError as e:
+            return versions, None, e
+        return versions, cur, None
+
     def get(self, version: str | None = None) -> VersionInfo:
         """A version by id, or the current one. A missing or damaged file is reported in ``problem``;
         a version without a usable manifest raises :class:`StoreError`."""
