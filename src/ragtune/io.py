@@ -16,7 +16,7 @@ from typing import IO, Any, Literal
 
 from .errors import ConfigError
 
-__all__ = ["write_atomic", "check_writable", "write_text", "write_json", "write_jsonl", "check_regular_file",
+__all__ = ["write_atomic", "check_writable", "fsync_dir", "write_text", "write_json", "write_jsonl", "check_regular_file",
            "json_finite", "some", "InputFormat", "Sample", "sniff_format", "describe_formats"]
 
 Content = str | bytes | Callable[[IO[Any]], None]
@@ -88,16 +88,23 @@ def write_atomic(path: str | os.PathLike[str], content: Content, *, durable: boo
             pass
         raise
     if durable:
-        try:
-            dfd = os.open(folder, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            os.fsync(dfd)
-        except OSError:  # some filesystems refuse fsync on a folder; the rename is done either way
-            pass
-        finally:
-            os.close(dfd)
+        fsync_dir(folder)
+
+
+def fsync_dir(folder: str | os.PathLike[str]) -> None:
+    """Flush a folder's entries (a rename, a new file) to disk. A folder that cannot be opened, or a filesystem that
+    does not sync folders (EINVAL, ENOTSUP), is passed over; a failing disk (EIO, ENOSPC) raises."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError as e:
+        if e.errno not in (errno.EINVAL, errno.ENOTSUP):
+            raise
+    finally:
+        os.close(fd)
 
 
 def write_text(path: str | os.PathLike[str], text: str) -> None:

@@ -219,56 +219,21 @@ def _asset(name: str) -> bytes:
 
 
 def body_limit(app: Any, limit: int) -> Any:
-    """ASGI middleware: a request body over ``limit`` bytes is answered 413 (``{"error": ...}``) before it is
-    read: at once when its ``Content-Length`` says so, else as soon as the bytes received pass ``limit``. What
-    was read (at most ``limit`` bytes) is handed on whole."""
+    """A request body over ``limit`` bytes is answered 413 (``{"error": ...}``) before it is read
+    (:func:`ragtune.serve.guard.body_limit`)."""
     import json
+
+    from ..serve.guard import body_limit as limited
 
     message = json.dumps({"error": limits.body_too_large(limit), "limit": limit}).encode()
 
-    async def too_large(send) -> None:
+    async def too_large(scope, send) -> None:
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(message)).encode()),
                                 (b"connection", b"close")]})
         await send({"type": "http.response.body", "body": message})
 
-    async def middleware(scope, receive, send):
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared > limit:
-                    return await too_large(send)
-        chunks, size = [], 0
-        while True:
-            received = await receive()
-            if received["type"] != "http.request":  # the client went away: nobody to answer
-                return None
-            size += len(received.get("body", b""))
-            if size > limit:  # a chunked body, or a false Content-Length
-                chunks.clear()
-                return await too_large(send)
-            chunks.append(received.get("body", b""))
-            if not received.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        chunks.clear()
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return await app(scope, replay, send)
-
-    return middleware
+    return limited(app, limit, too_large)
 
 
 def _one_line(e: Exception, limit: int = 1000) -> str:

@@ -44,7 +44,7 @@ from typing import Any
 
 from ..errors import APIError, ConfigError, EngineError, MissingDependencyError, RagtuneError, StoreError
 from ..http import redact_text, redact_urls
-from .guard import install_loop_guard, notice
+from .guard import body_limit, install_loop_guard, notice
 
 __all__ = ["create_app", "app_from_env", "serving_loader", "check_serving_config", "PipelineHolder", "check_bind",
            "check_port",
@@ -389,48 +389,12 @@ async def _send_error(scope, send, status: int, detail: Any, headers: list[tuple
 
 
 def _body_limit(app, limit: int):
-    """ASGI middleware: a body over ``limit`` bytes gets 413 before the rest of it is read; the body read is kept
-    in the scope (``ragtune.body``) so that an error message can be cut where it quotes it."""
+    """A body over ``limit`` bytes gets 413 before the rest of it is read (:func:`guard.body_limit`)."""
 
     async def too_large(scope, send) -> None:
         await _send_error(scope, send, 413, f"request body over {limit} bytes; send a shorter query or filter")
 
-    async def middleware(scope, receive, send):
-        if scope["type"] != "http":
-            return await app(scope, receive, send)
-        for name, value in scope.get("headers", []):
-            if name == b"content-length":
-                try:
-                    declared = int(value)
-                except ValueError:
-                    declared = -1
-                if declared > limit:
-                    return await too_large(scope, send)
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":  # the client went away (or its request timed out): no answer
-                return None
-            size += len(message.get("body", b""))
-            if size > limit:  # a body without (or with a false) content-length
-                return await too_large(scope, send)
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
-        scope["ragtune.body"] = body
-        replayed = False
-
-        async def replay():
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        return await app(scope, replay, send)
-
-    return middleware
+    return body_limit(app, limit, too_large)
 
 
 _LOOPBACK_NAMES = {"localhost", "localhost."}

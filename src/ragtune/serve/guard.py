@@ -40,6 +40,7 @@ import threading
 import time
 import weakref
 from dataclasses import asdict, dataclass
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from ..errors import ConfigError
@@ -368,3 +369,49 @@ class GuardedH11Protocol(H11Protocol):  # type: ignore[misc,valid-type]
               and not self.cycle.response_started):  # the head came, the body trickles
             self.cycle.keep_alive = False
             self._close(_raw_response(408, "Request Timeout", f"the request body was not received within {t:g} s"))
+
+
+def body_limit(app: Any, limit: int, too_large: Callable[[Any, Any], Awaitable[None]]) -> Any:
+    """ASGI middleware: a request body over ``limit`` bytes is answered by ``too_large(scope, send)`` before it is
+    read: at once when its ``Content-Length`` says so, else as soon as the bytes received pass ``limit`` (a chunked
+    body, or a false length). What was read, at most ``limit`` bytes, is handed on whole and kept in the scope
+    (``ragtune.body``) so that an error message can be cut where it quotes it. The server's and the workbench's."""
+
+    async def middleware(scope, receive, send):
+        if scope["type"] != "http":
+            return await app(scope, receive, send)
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = -1
+                if declared > limit:
+                    return await too_large(scope, send)
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":  # the client went away (or its request timed out): no answer
+                return None
+            size += len(message.get("body", b""))
+            if size > limit:
+                chunks.clear()
+                return await too_large(scope, send)
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        chunks.clear()
+        scope["ragtune.body"] = body
+        replayed = False
+
+        async def replay():
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        return await app(scope, replay, send)
+
+    return middleware

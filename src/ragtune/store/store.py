@@ -69,7 +69,7 @@ import numpy as np
 from .._version import __version__
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, CurrentMovedError, DamagedStoreError, ParameterError, StoreError, StoreLockedError
-from ..io import write_atomic
+from ..io import fsync_dir, write_atomic
 from ..pipeline import PipelineConfig
 from ..types import Chunk, Document, Section
 
@@ -135,15 +135,6 @@ def _replace_atomic(path: Path, text: str) -> None:
     write_atomic(path, text)
 
 
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _file_digest(path: Path, *, sync: bool = False) -> dict[str, Any]:
@@ -166,7 +157,7 @@ def _seal(folder: Path) -> dict[str, dict[str, Any]]:
         for name in names:
             p = Path(dirpath) / name
             files[p.relative_to(folder).as_posix()] = _file_digest(p, sync=True)
-        _fsync_dir(Path(dirpath))
+        fsync_dir(Path(dirpath))
     return dict(sorted(files.items()))
 
 
@@ -759,8 +750,8 @@ class IndexStore:
     def _to_trash(self, path: Path) -> None:
         self.trash_dir.mkdir(exist_ok=True)
         os.rename(path, self.trash_dir / f"{path.name}.{os.getpid()}.{time.time_ns()}")
-        _fsync_dir(self.versions_dir)  # the version is gone from versions/ before any file is deleted
-        _fsync_dir(self.trash_dir)
+        fsync_dir(self.versions_dir)  # the version is gone from versions/ before any file is deleted
+        fsync_dir(self.trash_dir)
 
     def _empty_trash(self) -> None:
         if self.trash_dir.is_dir():
@@ -873,7 +864,7 @@ class IndexStore:
                     manifest["ann_graph"] = graph_record
                 step = "manifest.json"
                 _write_json(tmp / "manifest.json", manifest)  # last: a folder without it is never a version
-                _fsync_dir(tmp)
+                fsync_dir(tmp)
                 step = "publishing the version"
                 os.rename(tmp, self.versions_dir / vid)
             except OSError as e:
@@ -886,7 +877,7 @@ class IndexStore:
             except BaseException:
                 shutil.rmtree(tmp, ignore_errors=True)
                 raise
-            _fsync_dir(self.versions_dir)
+            fsync_dir(self.versions_dir)
             return self.get(vid)
 
 
