@@ -444,9 +444,9 @@ class JSONClient:
         except APIError:  # a ConnectionError too, but the server answered (or a redirect was refused): no retry
             raise
         except (urllib.error.URLError, TimeoutError, OSError, http.client.HTTPException) as e:
-            if watch.fired:
-                return timed_out
             reason = getattr(e, "reason", e)
+            if watch.fired or isinstance(reason, TimeoutError):  # the watch, or the socket's timeout before it
+                return timed_out
             if isinstance(reason, ValueError) or (isinstance(e, urllib.error.URLError)
                                                   and "unknown url type" in str(reason)):
                 raise APIError(f"{where}: cannot be requested ({redact_text(reason)})") from None
