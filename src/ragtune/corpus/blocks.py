@@ -151,9 +151,8 @@ def _html_start(rest: str, in_para: bool) -> re.Pattern[str] | None | bool:
     return False
 
 
-@lru_cache(maxsize=8)
-def scan_blocks(text: str) -> tuple[Block, ...]:
-    """Every top-level block of ``text``, in order (blank lines belong to none)."""
+def _line_spans(text: str) -> list[tuple[int, int]]:
+    """The (start, end) of every line of ``text``, line ending (``\\n``, ``\\r\\n``) excluded."""
     lines: list[tuple[int, int]] = []
     for m in _LINE_RE.finditer(text):
         s, e = m.start(), m.end()
@@ -162,167 +161,250 @@ def scan_blocks(text: str) -> tuple[Block, ...]:
         if e > s and text[e - 1] == "\r":
             e -= 1
         lines.append((s, e))
-    n = len(lines)
-    out: list[Block] = []
-    para: list[tuple[int, int]] = []  # lines of the open paragraph
-    para_plain = True  # no list item or block quote line in it (so it may become a setext heading)
-    table: list[tuple[int, int]] = []  # lines of the open table
-    lists: list[int] = []  # content columns of the open list items, innermost last
+    return lines
 
-    def close() -> None:
-        nonlocal para, table, para_plain
-        if para:
-            out.append(Block(para[0][0], para[-1][1], "para", para))
-        if table:
-            out.append(Block(table[0][0], table[-1][1], "table", table))
-        para, table, para_plain = [], [], True
 
-    i = 0
-    while i < n:
-        s, e = lines[i]
-        line = text[s:e]
-        cols, first = _indent(line)
-        rest = line[first:]
-        if not rest:
-            close()
-            i += 1
-            continue
-        base = 0
-        for c in lists:
-            if c <= cols:
-                base = c
-        rel = cols - base
-        in_para = bool(para)
+class _BlockScanner:
+    """One pass over the lines of a text that emits its top-level blocks.
 
-        if rel >= 4:
-            if para or table:
-                (para or table).append((s, e))
+    The open state is the paragraph being read (and whether it may still become a
+    setext heading), the table being read, and the content columns of the open list
+    items. Each ``_step`` method tries one kind of block at line ``i``: it returns
+    the index of the next line to read when the line starts (or ends) that kind of
+    block, None when it does not. Every line is read once: a block that spans lines
+    (code, HTML) consumes them and returns the index after its last line.
+    """
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lines = _line_spans(text)
+        self.out: list[Block] = []
+        self.para: list[tuple[int, int]] = []  # lines of the open paragraph
+        self.para_plain = True  # no list item or block quote line in it (so it may become a setext heading)
+        self.table: list[tuple[int, int]] = []  # lines of the open table
+        self.lists: list[int] = []  # content columns of the open list items, innermost last
+
+    def scan(self) -> tuple[Block, ...]:
+        """Read every line; each non-blank one goes to the first step that takes it, else to the open paragraph."""
+        text, lines = self.text, self.lines
+        n = len(lines)
+        steps = (
+            self._step_fence,
+            self._step_atx_heading,
+            self._step_setext_heading,
+            self._step_table_start,
+            self._step_html,
+            self._step_rule,
+            self._step_list_or_quote,
+        )
+        i = 0
+        while i < n:
+            s, e = lines[i]
+            line = text[s:e]
+            cols, first = _indent(line)
+            rest = line[first:]
+            if not rest:
+                self._close()
                 i += 1
-            else:  # indented code: runs over blank lines while lines stay indented
-                lists = [c for c in lists if c <= cols]
-                code = [(s, e)]
+                continue
+            base = 0
+            for c in self.lists:
+                if c <= cols:
+                    base = c
+            if cols - base >= 4:
+                i = self._step_indented(i, cols, base)
+                continue
+            for step in steps:
+                j = step(i, rest, cols, base)
+                if j is not None:
+                    break
+            else:
+                self._text_line(i, cols)
                 j = i + 1
-                while j < n:
-                    ls, le = lines[j]
-                    c2, f2 = _indent(text[ls:le])
-                    if f2 < le - ls and c2 < base + 4:
-                        break
-                    code.append((ls, le))
-                    j += 1
-                while code and not text[code[-1][0]:code[-1][1]].strip():
-                    code.pop()
-                    j -= 1
-                out.append(Block(code[0][0], code[-1][1], "code", code))
-                i = j
-            continue
+            i = j
+        self._close()
+        return tuple(self.out)
 
+    def _close(self) -> None:
+        """End the open paragraph and table, emitting them."""
+        if self.para:
+            self.out.append(Block(self.para[0][0], self.para[-1][1], "para", self.para))
+        if self.table:
+            self.out.append(Block(self.table[0][0], self.table[-1][1], "table", self.table))
+        self.para, self.table, self.para_plain = [], [], True
+
+    def _leave_lists(self, cols: int) -> None:
+        """Close the list items whose content starts right of column ``cols``."""
+        self.lists = [c for c in self.lists if c <= cols]
+
+    def _step_indented(self, i: int, cols: int, base: int) -> int:
+        """A line indented 4+ columns past its list item: continues a paragraph or table, else starts indented code.
+
+        Indented code runs over blank lines while lines stay indented; trailing blank lines are not part of it.
+        """
+        text, lines = self.text, self.lines
+        s, e = lines[i]
+        if self.para or self.table:
+            (self.para or self.table).append((s, e))
+            return i + 1
+        self._leave_lists(cols)
+        code = [(s, e)]
+        j = i + 1
+        n = len(lines)
+        while j < n:
+            ls, le = lines[j]
+            c2, f2 = _indent(text[ls:le])
+            if f2 < le - ls and c2 < base + 4:
+                break
+            code.append((ls, le))
+            j += 1
+        while code and not text[code[-1][0]:code[-1][1]].strip():
+            code.pop()
+            j -= 1
+        self.out.append(Block(code[0][0], code[-1][1], "code", code))
+        return j
+
+    def _step_fence(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """A fenced code block: runs to its closing fence, the end of its list item, or the end of the text."""
         m = _FENCE_OPEN_RE.match(rest)
-        if m and not (m.group(1)[0] == "`" and "`" in m.group(2)):
-            close()
-            lists = [c for c in lists if c <= cols]
-            marker = m.group(1)
-            code = [(s, e)]
-            closed = False
-            j = i + 1
+        if not m or (m.group(1)[0] == "`" and "`" in m.group(2)):
+            return None
+        text, lines = self.text, self.lines
+        s, e = lines[i]
+        self._close()
+        self._leave_lists(cols)
+        marker = m.group(1)
+        code = [(s, e)]
+        closed = False
+        j = i + 1
+        n = len(lines)
+        while j < n:
+            ls, le = lines[j]
+            body = text[ls:le]
+            c2, f2 = _indent(body)
+            if base and f2 < len(body) and c2 < base:
+                break  # the list item holding the fence ends, and the fence with it
+            code.append((ls, le))
+            j += 1
+            cm = _FENCE_CLOSE_RE.match(body, f2) if c2 - base <= 3 else None
+            if cm and cm.group(1)[0] == marker[0] and len(cm.group(1)) >= len(marker):
+                closed = True
+                break
+        self.out.append(Block(s, code[-1][1], "code", code, fence=marker, closed=closed))
+        return j
+
+    def _step_atx_heading(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """An ATX heading (``# Title``): one line, which ends any open paragraph."""
+        atx = _atx(rest)
+        if not atx:
+            return None
+        s, e = self.lines[i]
+        self._close()
+        self._leave_lists(cols)
+        self.out.append(Block(s, e, "heading", [(s, e)], level=atx[0], title=atx[1]))
+        return i + 1
+
+    def _step_setext_heading(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """A setext underline (``===``/``---``) under a plain paragraph turns the paragraph into a heading."""
+        if not (self.para and self.para_plain):
+            return None
+        m = _SETEXT_RE.match(rest)
+        if not m:
+            return None
+        s, e = self.lines[i]
+        para = self.para
+        title = " ".join(self.text[a:b].strip() for a, b in para)
+        level = 1 if m.group(1)[0] == "=" else 2
+        self.out.append(Block(para[0][0], e, "heading", para + [(s, e)], level=level, title=title))
+        self.para = []
+        return i + 1
+
+    def _step_table_start(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """A GFM delimiter row under a header line with as many cells: the header line leaves the paragraph and opens a table."""
+        if not (self.para and "-" in rest and _is_delimiter_row(rest)):
+            return None
+        hs, he = self.para[-1]
+        header = self.text[hs:he]
+        if not (("|" in header or "|" in rest) and _cells(header) == _cells(rest)):
+            return None
+        self.para.pop()
+        self._close()
+        self.table = [(hs, he), self.lines[i]]
+        return i + 1
+
+    def _step_html(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """An HTML block: runs to the line matching its end condition, or to a blank line for the open-ended kinds."""
+        end = _html_start(rest, bool(self.para))
+        if end is False:
+            return None
+        text, lines = self.text, self.lines
+        s, e = lines[i]
+        self._close()
+        self._leave_lists(cols)
+        html = [(s, e)]
+        j = i + 1
+        n = len(lines)
+        if end is None or not end.search(rest):
             while j < n:
                 ls, le = lines[j]
                 body = text[ls:le]
-                c2, f2 = _indent(body)
-                if base and f2 < len(body) and c2 < base:
-                    break  # the list item holding the fence ends, and the fence with it
-                code.append((ls, le))
-                j += 1
-                cm = _FENCE_CLOSE_RE.match(body, f2) if c2 - base <= 3 else None
-                if cm and cm.group(1)[0] == marker[0] and len(cm.group(1)) >= len(marker):
-                    closed = True
+                if end is None and not body.strip():
                     break
-            out.append(Block(s, code[-1][1], "code", code, fence=marker, closed=closed))
-            i = j
-            continue
+                html.append((ls, le))
+                j += 1
+                if end is not None and end.search(body):
+                    break
+        self.out.append(Block(s, html[-1][1], "html", html))
+        return j
 
-        atx = _atx(rest)
-        if atx:
-            close()
-            lists = [c for c in lists if c <= cols]
-            out.append(Block(s, e, "heading", [(s, e)], level=atx[0], title=atx[1]))
-            i += 1
-            continue
+    def _step_rule(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """A thematic break (``---``, ``***``): one line, which ends any open paragraph."""
+        if not _RULE_RE.match(rest):
+            return None
+        s, e = self.lines[i]
+        self._close()
+        self._leave_lists(cols)
+        self.out.append(Block(s, e, "rule", [(s, e)]))
+        return i + 1
 
-        if para and para_plain:
-            m = _SETEXT_RE.match(rest)
-            if m:
-                title = " ".join(text[a:b].strip() for a, b in para)
-                level = 1 if m.group(1)[0] == "=" else 2
-                out.append(Block(para[0][0], e, "heading", para + [(s, e)], level=level, title=title))
-                para = []
-                i += 1
-                continue
+    def _step_list_or_quote(self, i: int, rest: str, cols: int, base: int) -> int | None:
+        """A list item or block quote line: joins the paragraph (no longer setext-able); a list item opens a list level.
 
-        if para and "-" in rest and _is_delimiter_row(rest):
-            hs, he = para[-1]
-            header = text[hs:he]
-            if ("|" in header or "|" in rest) and _cells(header) == _cells(rest):
-                para.pop()
-                close()
-                table = [(hs, he), (s, e)]
-                i += 1
-                continue
-
-        end = _html_start(rest, in_para)
-        if end is not False:
-            close()
-            lists = [c for c in lists if c <= cols]
-            html = [(s, e)]
-            j = i + 1
-            if end is None or not end.search(rest):
-                while j < n:
-                    ls, le = lines[j]
-                    body = text[ls:le]
-                    if end is None and not body.strip():
-                        break
-                    html.append((ls, le))
-                    j += 1
-                    if end is not None and end.search(body):
-                        break
-            out.append(Block(s, html[-1][1], "html", html))
-            i = j
-            continue
-
-        if _RULE_RE.match(rest):
-            close()
-            lists = [c for c in lists if c <= cols]
-            out.append(Block(s, e, "rule", [(s, e)]))
-            i += 1
-            continue
-
+        An empty item, or an ordered one not numbered 1, cannot interrupt a paragraph: it is read as a continuation line.
+        """
         m = _LIST_RE.match(rest)
         quote = rest.startswith(">")
         if m:
             empty = m.end() == len(rest)
-            if para and (empty or (m.group(2) is not None and m.group(2) != "1")):
+            if self.para and (empty or (m.group(2) is not None and m.group(2) != "1")):
                 m = None  # cannot interrupt a paragraph: a continuation line
-        if m or quote:
-            if table:
-                close()
-            if m:
-                lists = [c for c in lists if c <= cols]
-                spaces = _indent(rest[len(m.group(1)):])[0]
-                width = len(m.group(1)) + (1 if spaces > 4 or m.end() == len(rest) else spaces)
-                lists.append(cols + width)
-            para.append((s, e))
-            para_plain = False
-            i += 1
-            continue
+        if not (m or quote):
+            return None
+        if self.table:
+            self._close()
+        if m:
+            self._leave_lists(cols)
+            spaces = _indent(rest[len(m.group(1)):])[0]
+            width = len(m.group(1)) + (1 if spaces > 4 or m.end() == len(rest) else spaces)
+            self.lists.append(cols + width)
+        self.para.append(self.lines[i])
+        self.para_plain = False
+        return i + 1
 
-        if table:
-            table.append((s, e))
+    def _text_line(self, i: int, cols: int) -> None:
+        """Any other line: a row of the open table, else a line of the paragraph (a new one closes deeper list items)."""
+        if self.table:
+            self.table.append(self.lines[i])
         else:
-            if not para:
-                lists = [c for c in lists if c <= cols]
-            para.append((s, e))
-        i += 1
-    close()
-    return tuple(out)
+            if not self.para:
+                self._leave_lists(cols)
+            self.para.append(self.lines[i])
+
+
+@lru_cache(maxsize=8)
+def scan_blocks(text: str) -> tuple[Block, ...]:
+    """Every top-level block of ``text``, in order (blank lines belong to none)."""
+    return _BlockScanner(text).scan()
 
 
 def blocks_in(text: str, start: int, end: int) -> list[Block]:
