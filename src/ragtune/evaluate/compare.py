@@ -485,42 +485,13 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     check_test(test)
     check_correction(correction)
     defaulted = metrics is None
-    if metrics is None:
-        metrics = default_metrics()
-    if isinstance(metrics, str):
-        metrics = (metrics,)
-    metrics = tuple(dict.fromkeys(metrics))
-    if not metrics:
-        raise ConfigError("compare needs at least one metric, such as recall@10")
+    metrics = _metric_names(metrics)
     if not 0.0 < alpha < 1.0:
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
     parsed = {m: parse_metric(m) for m in metrics}  # every name from the metric table, each @k well formed
     ks = [k for _, k in parsed.values() if k is not None]
-    run_list = _to_runs(runs, golden, corpus, ks, options)
-    if len(run_list) < 2:
-        raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
-    names = [r.name for r in run_list]
-    dupes = sorted({n for n in names if names.count(n) > 1})
-    if dupes:
-        raise ConfigError(f"two or more runs are named {', '.join(map(repr, dupes))}; give each a unique name "
-                          "(pass a {name: run} mapping, or Run.renamed)")
-    if baseline is None:
-        base_i = 0
-    elif isinstance(baseline, int) and not isinstance(baseline, bool):
-        if not -len(run_list) <= baseline < len(run_list):
-            raise ConfigError(f"baseline index {baseline} is out of range for {len(run_list)} runs")
-        base_i = baseline % len(run_list)
-    elif baseline in names:
-        base_i = names.index(baseline)
-    elif baseline == "baseline" and sum(bool(r.meta.get("sweep_baseline")) for r in run_list) == 1:
-        base_i = next(i for i, r in enumerate(run_list) if r.meta.get("sweep_baseline"))
-    else:
-        raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}"
-                          + ("" if baseline == "baseline" else "; or 'baseline' for a sweep's baseline"))
-    base = run_list[base_i]
-    ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
-    for r in ordered[1:]:
-        _check_questions(base, r)
+    ordered = _baseline_first(_to_runs(runs, golden, corpus, ks, options), baseline)
+    base = ordered[0]
     if defaulted:  # a row registered after the baseline was scored: compare the rest
         rows_scored = {m.partition("@")[0] for m in base.metrics}
         metrics = tuple(m for m in metrics if m.partition("@")[0] in rows_scored) or metrics
@@ -531,47 +502,125 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
 
     m_comparisons = (len(ordered) - 1) * len(metrics)
     mde_alpha = alpha / m_comparisons if correction != "none" else alpha
+    stats = _RowStats(ids=ids, test=test, samples=samples, seed=seed, confidence=confidence, power=power,
+                      mde_alpha=mde_alpha, tolerance=tolerance, target_effect=target_effect)
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         k = metric_k(metric, base.ks)
         x = _values(base, metric, ids)
-        lo, hi = bootstrap_ci(x, n=samples, seed=seed, confidence=confidence)
-        rows.append(dict(system=base.name, metric=metric, n=n, mean=float(x.mean()), ci_low=lo, ci_high=hi,
-                         upper=_upper_mean(base, metric, ids)))
+        rows.append(stats.baseline_row(base, metric, x))
         for run in ordered[1:]:
-            y = _values(run, metric, ids)
-            d = y - x
-            lo, hi = bootstrap_ci(y, n=samples, seed=seed, confidence=confidence)
-            dlo, dhi = bootstrap_ci(d, n=samples, seed=seed, confidence=confidence)
-            wins = int(np.count_nonzero(d > tolerance))
-            losses = int(np.count_nonzero(d < -tolerance))
-            sd = float(d.std(ddof=1)) if n > 1 else float("nan")
-            changed = int(np.count_nonzero(d))
-            delta = float(d.mean())
-            bounded = parsed[metric][0].bounded
-            ha = {i: (base.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
-            hb = {i: (run.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
-            rows.append(dict(
-                system=run.name, metric=metric, n=n, mean=float(y.mean()), ci_low=lo, ci_high=hi, delta=delta,
-                delta_low=dlo, delta_high=dhi, p_value=paired_test(test, x, y, n=samples, seed=seed),
-                wins=wins, ties=n - wins - losses, losses=losses, changed=changed,
-                fixed=tuple(i for i in ids if hb[i] and not ha[i]), broken=tuple(i for i in ids if ha[i] and not hb[i]),
-                k=k, sd_diff=sd,
-                mde=detectable_effect(sd, n, alpha=mde_alpha, power=power) if changed else None,
-                needed=questions_needed(sd, delta, alpha=mde_alpha, power=power),
-                needed_target=questions_needed(sd, target_effect, alpha=mde_alpha, power=power) if bounded else None,
-                upper=_upper_mean(run, metric, ids),
-            ))
-    compared = [r for r in rows if "p_value" in r]
-    for r, p in zip(compared, correct([r["p_value"] for r in compared], correction)):
-        r["p_adjusted"] = p
-        r["significant"] = bool(p < alpha)
+            rows.append(stats.system_row(base, run, metric, x, k, parsed[metric][0].bounded))
+    _correct_rows(rows, correction, alpha)
     return Report(
         systems=tuple(r.name for r in ordered), baseline=base.name, metrics=metrics, n=n, test=test,
         correction=correction, samples=samples, seed=seed, alpha=alpha, power=power, confidence=confidence,
         mde_alpha=mde_alpha, target_effect=target_effect, rows=tuple(ReportRow(**r) for r in rows),
     )
 
+
+def _metric_names(metrics: Sequence[str] | str | None) -> tuple[str, ...]:
+    """The metrics to compare: :func:`default_metrics` when None, a single name as a 1-tuple, duplicates dropped."""
+    if metrics is None:
+        metrics = default_metrics()
+    if isinstance(metrics, str):
+        metrics = (metrics,)
+    metrics = tuple(dict.fromkeys(metrics))
+    if not metrics:
+        raise ConfigError("compare needs at least one metric, such as recall@10")
+    return metrics
+
+
+def _baseline_first(run_list: list[Run], baseline: str | int | None) -> list[Run]:
+    """The runs with the baseline first, after checking there are two or more, uniquely named, on the same questions."""
+    if len(run_list) < 2:
+        raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
+    names = [r.name for r in run_list]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"two or more runs are named {', '.join(map(repr, dupes))}; give each a unique name "
+                          "(pass a {name: run} mapping, or Run.renamed)")
+    base_i = _baseline_index(run_list, names, baseline)
+    base = run_list[base_i]
+    ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
+    for r in ordered[1:]:
+        _check_questions(base, r)
+    return ordered
+
+
+def _baseline_index(run_list: list[Run], names: list[str], baseline: str | int | None) -> int:
+    """The baseline's position: the first run, an index, a name, or ``"baseline"`` for the one sweep's baseline."""
+    if baseline is None:
+        return 0
+    if isinstance(baseline, int) and not isinstance(baseline, bool):
+        if not -len(run_list) <= baseline < len(run_list):
+            raise ConfigError(f"baseline index {baseline} is out of range for {len(run_list)} runs")
+        return baseline % len(run_list)
+    if baseline in names:
+        return names.index(baseline)
+    if baseline == "baseline" and sum(bool(r.meta.get("sweep_baseline")) for r in run_list) == 1:
+        return next(i for i, r in enumerate(run_list) if r.meta.get("sweep_baseline"))
+    raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}"
+                      + ("" if baseline == "baseline" else "; or 'baseline' for a sweep's baseline"))
+
+
+@dataclass(frozen=True)
+class _RowStats:
+    """The statistics of one report row, with the settings every row shares (questions, test, resampling, power)."""
+
+    ids: list[str]
+    test: str
+    samples: int
+    seed: int
+    confidence: float
+    power: float
+    mde_alpha: float
+    tolerance: float
+    target_effect: float
+
+    def _ci(self, v: np.ndarray) -> tuple[float, float]:
+        return bootstrap_ci(v, n=self.samples, seed=self.seed, confidence=self.confidence)
+
+    def baseline_row(self, base: Run, metric: str, x: np.ndarray) -> dict[str, Any]:
+        """The baseline's mean of ``metric`` with its bootstrap CI (and the metric's upper bound, when known)."""
+        lo, hi = self._ci(x)
+        return dict(system=base.name, metric=metric, n=len(self.ids), mean=float(x.mean()), ci_low=lo, ci_high=hi,
+                    upper=_upper_mean(base, metric, self.ids))
+
+    def system_row(self, base: Run, run: Run, metric: str, x: np.ndarray, k: int, bounded: bool) -> dict[str, Any]:
+        """One system against the baseline on ``metric``: mean, delta with CIs, paired p-value, wins/ties/losses,
+        questions fixed and broken at ``k``, and the power figures (MDE, questions needed)."""
+        ids, n, alpha, power = self.ids, len(self.ids), self.mde_alpha, self.power
+        y = _values(run, metric, ids)
+        d = y - x
+        lo, hi = self._ci(y)
+        dlo, dhi = self._ci(d)
+        wins = int(np.count_nonzero(d > self.tolerance))
+        losses = int(np.count_nonzero(d < -self.tolerance))
+        sd = float(d.std(ddof=1)) if n > 1 else float("nan")
+        changed = int(np.count_nonzero(d))
+        delta = float(d.mean())
+        ha = {i: (base.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
+        hb = {i: (run.first_hit_ranks.get(i) or math.inf) <= k for i in ids}
+        return dict(
+            system=run.name, metric=metric, n=n, mean=float(y.mean()), ci_low=lo, ci_high=hi, delta=delta,
+            delta_low=dlo, delta_high=dhi, p_value=paired_test(self.test, x, y, n=self.samples, seed=self.seed),
+            wins=wins, ties=n - wins - losses, losses=losses, changed=changed,
+            fixed=tuple(i for i in ids if hb[i] and not ha[i]), broken=tuple(i for i in ids if ha[i] and not hb[i]),
+            k=k, sd_diff=sd,
+            mde=detectable_effect(sd, n, alpha=alpha, power=power) if changed else None,
+            needed=questions_needed(sd, delta, alpha=alpha, power=power),
+            needed_target=questions_needed(sd, self.target_effect, alpha=alpha, power=power) if bounded else None,
+            upper=_upper_mean(run, metric, ids),
+        )
+
+
+def _correct_rows(rows: list[dict[str, Any]], correction: str, alpha: float) -> None:
+    """Add the corrected p-value and significance to every row that has a p-value (all comparisons corrected together)."""
+    compared = [r for r in rows if "p_value" in r]
+    for r, p in zip(compared, correct([r["p_value"] for r in compared], correction)):
+        r["p_adjusted"] = p
+        r["significant"] = bool(p < alpha)
 
 @dataclass(frozen=True)
 class Comparison:
