@@ -491,21 +491,21 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     browser needs internet access); off by default.
     ``host``: the name the server is bound to; without ``api_key``, only requests whose
     Host header is ``localhost``, an IP address or this name are answered (421 otherwise).
+
+    Built in steps: the request and error models (:func:`_request_models`), the documented error answers
+    (:func:`_error_docs`), the API key check (:func:`_key_check`), then the app with its middleware, its
+    error handlers (:func:`_add_error_handlers`) and its routes (:func:`_add_status_routes`,
+    :func:`_add_query_routes`), which share one :class:`_ServeState`.
     """
     try:
         from contextlib import asynccontextmanager
 
-        from fastapi import Depends, FastAPI, Request, Response
-        from fastapi.exceptions import RequestValidationError
-        from fastapi.responses import JSONResponse
-        from fastapi.security import APIKeyHeader
-        from pydantic import BaseModel, ConfigDict, Field, field_validator
-        from starlette.exceptions import HTTPException
+        from fastapi import FastAPI
     except ImportError:
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
+    models = _request_models()
 
     from ..answer import ConfidenceGate, answer_question, make_generator
-    from ..retrieve.filters import MAX_FILTER_CHARS
     from ..store import IndexStore
     from .telemetry import TelemetryWriter
 
@@ -518,6 +518,45 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     gen = _GuardedGenerator(make_generator(generator))
     gate_ = ConfidenceGate(gate) if gate is not None else None
     writer = telemetry if telemetry is not None else TelemetryWriter(log_path)
+    state = _ServeState(store=store, holder=holder, writer=writer, log_path=log_path, models=models,
+                        errors=_error_docs(models, max_body_bytes, api_key), check_key=_key_check(api_key),
+                        gen=gen, gate=gate_, answer_question=answer_question)
+
+    @asynccontextmanager
+    async def lifespan(app):
+        install_loop_guard()  # a failed accept() is one line on stderr, not a traceback each time
+        yield
+        writer.close()
+
+    app = FastAPI(title="ragtune", description="Search and cited answers over a versioned ragtune index store.",
+                  docs_url="/docs" if docs else None, redoc_url=None, lifespan=lifespan)
+    app.state.holder = holder
+    app.state.telemetry = writer
+    app.add_middleware(lambda inner: _body_limit(inner, max_body_bytes))
+    if not api_key:
+        app.add_middleware(lambda inner: _host_check(inner, host))  # outermost: before the body is read
+    _add_error_handlers(app, ", ".join(models.SearchRequest.model_fields))
+    _add_status_routes(app, state)
+    _add_query_routes(app, state)
+    return app
+
+
+class _Models:
+    """The pydantic models of the API: the two request bodies and the two error bodies."""
+
+    def __init__(self, SearchRequest, AnswerRequest, ValidationErrorBody, ErrorBody) -> None:
+        self.SearchRequest, self.AnswerRequest = SearchRequest, AnswerRequest
+        self.ValidationErrorBody, self.ErrorBody = ValidationErrorBody, ErrorBody
+
+
+def _request_models() -> _Models:
+    """Define the request models (strict, unknown fields refused, each limit checked with a message saying what to
+    send) and the error bodies the OpenAPI schema documents."""
+    try:
+        from pydantic import BaseModel, ConfigDict, Field, field_validator
+    except ImportError:
+        raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
+    from ..retrieve.filters import MAX_FILTER_CHARS
 
     class SearchRequest(BaseModel):
         model_config = ConfigDict(extra="forbid", strict=True)
@@ -570,12 +609,25 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         detail: str = Field(..., description="what is wrong and how to fix it; inputs are quoted cut to "
                                              f"{MAX_ECHO_CHARS} characters")
 
-    def doc(description: str, model=ErrorBody) -> dict[str, Any]:
+    return _Models(SearchRequest, AnswerRequest, ValidationErrorBody, ErrorBody)
+
+
+class _ErrorDocs:
+    """The error answers each route documents in the OpenAPI schema, by status code."""
+
+    def __init__(self, common: dict, query: dict, answer: dict, read: dict) -> None:
+        self.common, self.query, self.answer, self.read = common, query, answer, read
+
+
+def _error_docs(models: _Models, max_body_bytes: int, api_key: str | None) -> _ErrorDocs:
+    """The documented errors: those of every route (413, 422, 503, and 401 with a key or 421 without), plus 400 and
+    502 for /search and /answer; /versions and /health take no body, so no 422."""
+    def doc(description: str, model=models.ErrorBody) -> dict[str, Any]:
         return {"model": model, "description": description}
 
     common: dict[int | str, dict[str, Any]] = {
         413: doc(f"the body is over {max_body_bytes} bytes (refused before it is read)"),
-        422: doc("the body is not valid JSON or breaks a rule: every problem with its field", ValidationErrorBody),
+        422: doc("the body is not valid JSON or breaks a rule: every problem with its field", models.ValidationErrorBody),
         503: doc("the index store cannot be read (a damaged CURRENT or version file), or the server is at its "
                  "connection limit"),
     }
@@ -589,31 +641,49 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     answer_errors = {**query_errors, 502: doc("upstream generator failed (the LLM API or another upstream); the "
                                               "server log has the cause")}
     read_errors = {k: v for k, v in common.items() if k != 422}
+    return _ErrorDocs(common, query_errors, answer_errors, read_errors)
 
-    fields = ", ".join(SearchRequest.model_fields)
-    key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the server's API key") if api_key else None
 
-    if key_header is not None:
-        def check_key(x_api_key: str | None = Depends(key_header)) -> None:
-            if not hmac.compare_digest((x_api_key or "").encode(), api_key.encode()):
-                raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
-    else:
+def _key_check(api_key: str | None):
+    """The dependency every route but /health runs: a 401 unless the X-API-Key header holds ``api_key`` (compared
+    in constant time); with no key, a check that passes."""
+    from fastapi import Depends
+    from fastapi.security import APIKeyHeader
+    from starlette.exceptions import HTTPException
+
+    if not api_key:
         def check_key() -> None:
             return None
 
-    @asynccontextmanager
-    async def lifespan(app):
-        install_loop_guard()  # a failed accept() is one line on stderr, not a traceback each time
-        yield
-        writer.close()
+        return check_key
+    key_header = APIKeyHeader(name="X-API-Key", auto_error=False, description="the server's API key")
 
-    app = FastAPI(title="ragtune", description="Search and cited answers over a versioned ragtune index store.",
-                  docs_url="/docs" if docs else None, redoc_url=None, lifespan=lifespan)
-    app.state.holder = holder
-    app.state.telemetry = writer
-    app.add_middleware(lambda inner: _body_limit(inner, max_body_bytes))
-    if not api_key:
-        app.add_middleware(lambda inner: _host_check(inner, host))  # outermost: before the body is read
+    def check_key(x_api_key: str | None = Depends(key_header)) -> None:
+        if not hmac.compare_digest((x_api_key or "").encode(), api_key.encode()):
+            raise HTTPException(status_code=401, detail="missing or wrong X-API-Key header")
+
+    return check_key
+
+
+class _ServeState:
+    """What the routes of one app share: the store and its holder, the telemetry writer, the models, the
+    documented errors, the key check, and the generator and gate of /answer."""
+
+    def __init__(self, *, store, holder: PipelineHolder, writer, log_path: str | None, models: _Models,
+                 errors: _ErrorDocs, check_key, gen, gate, answer_question) -> None:
+        self.store, self.holder, self.writer, self.log_path = store, holder, writer, log_path
+        self.models, self.errors, self.check_key = models, errors, check_key
+        self.gen, self.gate, self.answer_question = gen, gate, answer_question
+
+
+def _add_error_handlers(app, fields: str) -> None:
+    """Answer every error as ``{"detail": ...}`` with its echoed inputs cut (:func:`clip_inputs`): a 422 lists each
+    problem with its field (unknown fields named against ``fields``), and an unexpected error is a 500 with no
+    traceback text (uvicorn logs it)."""
+    from fastapi import Request
+    from fastapi.exceptions import RequestValidationError
+    from fastapi.responses import JSONResponse
+    from starlette.exceptions import HTTPException
 
     def error(request: Request, status: int, detail: Any, headers: dict[str, str] | None = None):
         """Every error body of the app goes out here, its echoed inputs cut (:func:`clip_inputs`)."""
@@ -639,25 +709,40 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
     def internal(request: Request, exc: Exception):  # no traceback text to the client; uvicorn logs it (deduped)
         return error(request, 500, "internal error; the server's standard error has the cause")
 
-    def run(fn):
-        try:
-            return fn()
-        except ConfigError as e:
-            raise HTTPException(status_code=400, detail=str(e)) from None
-        except APIError as e:  # the generator, a remote embedder or reranker: no URL or upstream text to the client
-            if getattr(e, "upstream_generator", False):  # already logged by _GuardedGenerator
-                raise HTTPException(status_code=502, detail="upstream generator failed; the server's log has the "
-                                                            "cause") from None
-            notice(f"api|{type(e).__name__}", f"an upstream API failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
-            raise HTTPException(status_code=502, detail="an upstream API (embedder or reranker) failed; the "
-                                                        "server's log has the cause") from None
-        except (StoreError, EngineError, OSError) as e:  # the store or engine cannot be read now
-            notice(f"store|{type(e).__name__}", f"a request failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
-            raise HTTPException(status_code=503, detail=f"the index cannot be read: {redact(str(e))}") from None
-        except RagtuneError as e:
-            raise HTTPException(status_code=500, detail=redact(str(e))) from None
 
-    @app.get("/health", responses={k: v for k, v in common.items() if k == 421})
+def _run_request(fn):
+    """Call ``fn``, turning a library error into its HTTP answer: 400 for a bad request, 502 for an upstream API
+    (no URL or upstream text to the client), 503 when the store or engine cannot be read, 500 otherwise."""
+    from starlette.exceptions import HTTPException
+
+    try:
+        return fn()
+    except ConfigError as e:
+        raise HTTPException(status_code=400, detail=str(e)) from None
+    except APIError as e:  # the generator, a remote embedder or reranker: no URL or upstream text to the client
+        if getattr(e, "upstream_generator", False):  # already logged by _GuardedGenerator
+            raise HTTPException(status_code=502, detail="upstream generator failed; the server's log has the "
+                                                        "cause") from None
+        notice(f"api|{type(e).__name__}", f"an upstream API failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+        raise HTTPException(status_code=502, detail="an upstream API (embedder or reranker) failed; the "
+                                                    "server's log has the cause") from None
+    except (StoreError, EngineError, OSError) as e:  # the store or engine cannot be read now
+        notice(f"store|{type(e).__name__}", f"a request failed: {type(e).__name__}: {_cut(redact(str(e)), 600)}")
+        raise HTTPException(status_code=503, detail=f"the index cannot be read: {redact(str(e))}") from None
+    except RagtuneError as e:
+        raise HTTPException(status_code=500, detail=redact(str(e))) from None
+
+
+def _add_status_routes(app, st: _ServeState) -> None:
+    """``GET /health`` (always 200, ``degraded`` with the problems; on the event loop, never waiting) and
+    ``GET /versions`` (the store's versions, which one is served, load errors and telemetry; 503 when the store
+    cannot be read)."""
+    from fastapi import Depends
+    from starlette.exceptions import HTTPException
+
+    holder, writer, store = st.holder, st.writer, st.store
+
+    @app.get("/health", responses={k: v for k, v in st.errors.common.items() if k == 421})
     async def health() -> dict[str, Any]:  # on the event loop: never waits for a worker thread or the log
         try:
             holder.get()  # a due (re)load starts in the background; nothing here waits for it
@@ -667,13 +752,13 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         stats = writer.stats()
         if stats["enabled"] and not stats["ok"]:
             problems.append("telemetry: rows are failing or waiting to be written; answers are still served")
-        elif not stats["enabled"] and log_path is not None:
+        elif not stats["enabled"] and st.log_path is not None:
             problems.append("telemetry: the log could not be opened; answers are served but not logged")
         return {"status": "degraded" if problems else "ok", "version": holder.version, "pid": os.getpid(),
                 "problems": problems,
                 "telemetry": {k: stats[k] for k in ("enabled", "written", "failed", "dropped", "queued")}}
 
-    @app.get("/versions", dependencies=[Depends(check_key)], responses=read_errors)
+    @app.get("/versions", dependencies=[Depends(st.check_key)], responses=st.errors.read)
     def versions() -> dict[str, Any]:
         def listing():
             cur = store.current_id()
@@ -689,11 +774,20 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         return {"current": cur, "serving": holder.version, "load_errors": holder.load_errors(),
                 "telemetry": writer.stats(), "versions": listed}
 
-    @app.post("/search", dependencies=[Depends(check_key)], responses=query_errors)
+
+def _add_query_routes(app, st: _ServeState) -> None:
+    """``POST /search`` (the hits of the served version) and ``POST /answer`` (a cited answer, its row submitted to
+    the telemetry log without waiting); both name the worker's pid in ``X-Ragtune-Worker``."""
+    from fastapi import Depends, Response
+
+    holder = st.holder
+    SearchRequest, AnswerRequest = st.models.SearchRequest, st.models.AnswerRequest
+
+    @app.post("/search", dependencies=[Depends(st.check_key)], responses=st.errors.query)
     def search(req: SearchRequest, response: Response) -> dict[str, Any]:
         response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
-        ranking = run(lambda: pipeline.retriever.search(req.query, k=req.k, filters=req.filters))
+        ranking = _run_request(lambda: pipeline.retriever.search(req.query, k=req.k, filters=req.filters))
         return {"version": version, "query": req.query, "timings_ms": {k: v * 1000 for k, v in ranking.timings.items()},
                 "hits": [{"rank": i, "anchor": h.chunk.anchor, "doc_id": h.chunk.doc_id, "chunk_id": h.chunk.id,
                           "score": h.score, "start": h.chunk.start, "end": h.chunk.end,
@@ -701,20 +795,19 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
                              else {}),
                           "snippet": h.chunk.text[:400]} for i, h in enumerate(ranking.hits, start=1)]}
 
-    @app.post("/answer", dependencies=[Depends(check_key)], responses=answer_errors)
+    @app.post("/answer", dependencies=[Depends(st.check_key)], responses=st.errors.answer)
     def answer(req: AnswerRequest, response: Response) -> dict[str, Any]:
         response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
         t0 = time.perf_counter()
-        ans, ranking = run(lambda: answer_question(pipeline.retriever, req.query, gen, k=req.k, gate=gate_,
-                                                   filters=req.filters, documents=pipeline.corpus))
+        ans, ranking = _run_request(lambda: st.answer_question(pipeline.retriever, req.query, st.gen, k=req.k,
+                                                               gate=st.gate, filters=req.filters,
+                                                               documents=pipeline.corpus))
         latency = (time.perf_counter() - t0) * 1000
-        writer.submit(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,  # never blocks
-                      filters=req.filters, latency_ms=latency, source="server",
-                      retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
+        st.writer.submit(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,  # never blocks
+                         filters=req.filters, latency_ms=latency, source="server",
+                         retrieved=[{"anchor": h.chunk.anchor, "score": h.score} for h in ranking.hits])
         return {"version": version, **ans.to_dict()}
-
-    return app
 
 
 def app_from_env():
