@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     from ragtune.golden import GoldenSet
     from ragtune.pipeline import PipelineConfig, Resources, build_pipeline
     from ragtune.progress import progress_iter
-    from ragtune.retrieve.rerank import CrossEncoderReranker, fuse_with_first_stage
+    from ragtune.rerank.base import fuse_with_first_stage
+    from ragtune.rerank.cross_encoder import CrossEncoderReranker
     from ragtune.types import Ranking
 
     ns = sorted({int(x) for x in args.candidates.split(",") if x.strip()})

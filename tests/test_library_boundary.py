@@ -37,7 +37,7 @@ FLAG_DEBT = {
     "label/candidates.py": (1, "--pool-systems in the workbench's error"),
     "rerank_export.py": (1, "--out in the export's error"),
     "retrieve/base.py": (1, "an empty query's example command, not quoted as one"),
-    "retrieve/llm_rerank.py": (3, "--rerank and --rerank-model in the LLM reranker's errors"),
+    "rerank/llm.py": (3, "--rerank and --rerank-model in the LLM reranker's errors"),
     "serve/app.py": (7, "--host, --port, --api-key-env, --insecure-no-key and example commands in the server's "
                         "checks"),
     "serve/guard.py": (4, "--max-connections and --request-timeout in the server's checks"),

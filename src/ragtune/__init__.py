@@ -59,7 +59,7 @@ from .types import Chunk, Document, Hit, Ranking, Section
 _LAZY = {
     **dict.fromkeys(("DenseRetriever",), "ragtune.retrieve.dense"),
     **dict.fromkeys(("HybridRetriever", "rrf"), "ragtune.retrieve.fusion"),
-    **dict.fromkeys(("RerankedRetriever",), "ragtune.retrieve.rerank"),
+    **dict.fromkeys(("RerankedRetriever",), "ragtune.rerank.base"),
     **dict.fromkeys(("DEFAULT_EMBEDDER", "CachedEmbedder", "EmbeddingCache", "get_embedder"), "ragtune.embed"),
     **dict.fromkeys(("get_tokenizer",), "ragtune.chunking.tokens"),
     **dict.fromkeys(("Grid", "Executor", "LocalExecutor", "SweepJob", "SweepResult", "load_grid", "load_plan", "log_to_mlflow",

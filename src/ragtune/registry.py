@@ -275,7 +275,8 @@ CHUNKERS = Registry("chunker", "ragtune.chunkers", tuple(f"ragtune.chunking.{m}"
 RETRIEVERS = Registry("retriever", "ragtune.retrievers",
                       ("ragtune.retrieve.bm25", "ragtune.retrieve.dense", "ragtune.retrieve.fusion",
                        "ragtune.engines.milvus"))
-RERANKERS = Registry("reranker", "ragtune.rerankers", ("ragtune.retrieve.rerank", "ragtune.retrieve.llm_rerank"))
+RERANKERS = Registry("reranker", "ragtune.rerankers", tuple(f"ragtune.rerank.{m}" for m in (
+    "embedding", "cross_encoder", "llm")))
 EMBEDDERS = Registry("embedder", "ragtune.embedders", ("ragtune.embed",))
 GENERATORS = Registry("generator", "ragtune.generators", ("ragtune.answer",))
 JUDGES = Registry("judge", "ragtune.judges", ("ragtune.answer",))

@@ -2,7 +2,7 @@
 
 :func:`export_cross_encoder` reads a Hugging Face / sentence-transformers cross-encoder folder (or hub id)
 with ``AutoModelForSequenceClassification`` + ``AutoTokenizer`` (extras ``st`` and ``onnx``: transformers, torch
-and onnx, imported here only) and writes, into ``out_dir`` (see :mod:`ragtune.retrieve.onnx_rerank` for the convention)::
+and onnx, imported here only) and writes, into ``out_dir`` (see :mod:`ragtune.rerank.onnx` for the convention)::
 
     model.onnx        fp32
     model_int8.onnx   int8 weights by onnxruntime's dynamic quantisation (``int8=True``)
@@ -96,7 +96,7 @@ def export_cross_encoder(source: str | os.PathLike[str], out_dir: str | os.PathL
     opts = options or ExportOptions(int8=int8, max_length=max_length)
     t0 = time.perf_counter()
     out = Path(out_dir)
-    from .retrieve.onnx_rerank import DEFAULT_MAX_LENGTH, MANIFEST, ONNX_FP32, ONNX_INT8, TOKENIZER, trained_max_length
+    from .rerank.onnx import DEFAULT_MAX_LENGTH, MANIFEST, ONNX_FP32, ONNX_INT8, TOKENIZER, trained_max_length
 
     length = opts.max_length if opts.max_length is not None else (trained_max_length(source) or DEFAULT_MAX_LENGTH)
 

@@ -114,7 +114,7 @@ def _unroutable_proxy(monkeypatch, tmp_path):
 
 def test_cross_encoder_not_cached_offline_fails_fast_with_the_fix(offline):
     pytest.importorskip("sentence_transformers")
-    from ragtune.retrieve.rerank import CrossEncoderReranker
+    from ragtune.rerank.cross_encoder import CrossEncoderReranker
 
     with pytest.raises(ConfigError) as e:  # from the check before the model library loads: no network tried
         CrossEncoderReranker(MADE_UP).warm_up()
@@ -137,7 +137,7 @@ def test_st_embedder_behind_an_unroutable_proxy_fails_fast(monkeypatch, tmp_path
 
 def test_a_missing_local_folder_is_named(offline, tmp_path):
     pytest.importorskip("sentence_transformers")
-    from ragtune.retrieve.rerank import CrossEncoderReranker
+    from ragtune.rerank.cross_encoder import CrossEncoderReranker
 
     with pytest.raises(ConfigError, match="no such folder"):
         CrossEncoderReranker(str(tmp_path / "nope" / "model")).warm_up()

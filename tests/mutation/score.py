@@ -8,7 +8,8 @@ import sys
 rows = [line.strip() for line in open(sys.argv[1]) if ":" in line]
 groups = {"metrics.py": lambda n: n.startswith("ragtune.evaluate.metrics."),
           "fusion.py": lambda n: n.startswith("ragtune.retrieve.fusion."),
-          "rerank.py": lambda n: n.startswith("ragtune.retrieve.rerank."),
+          "rerank/": lambda n: n.startswith(("ragtune.rerank.base.", "ragtune.rerank.embedding.",
+                                             "ragtune.rerank.cross_encoder.")),
           "parents.py": lambda n: n.startswith("ragtune.retrieve.parents."),
           "store.py gc": lambda n: re.match(r"ragtune\.store\.store\.xǁIndexStoreǁ_?gc(_locked)?__mutmut", n),
           "significance.py": lambda n: n.startswith("ragtune.evaluate.significance."),

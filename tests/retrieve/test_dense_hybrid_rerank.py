@@ -6,7 +6,8 @@ from ragtune.embed import CachedEmbedder, EmbeddingCache
 from ragtune.retrieve import BM25Config, BM25Retriever
 from ragtune.retrieve.dense import DenseRetriever
 from ragtune.retrieve.fusion import HybridRetriever, rrf
-from ragtune.retrieve.rerank import EmbeddingReranker, RerankedRetriever
+from ragtune.rerank.base import RerankedRetriever
+from ragtune.rerank.embedding import EmbeddingReranker
 from tests.helpers import write_files
 
 TOPICS = ["refund", "invoice", "password", "shipping"]

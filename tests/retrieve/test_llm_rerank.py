@@ -7,10 +7,10 @@ from ragtune.answer.llm import estimate_tokens
 from ragtune.errors import APIError, ConfigError
 from ragtune.pipeline import PipelineConfig
 from ragtune.registry import RERANKERS
-from ragtune.retrieve.rerank import RerankedRetriever
+from ragtune.rerank.base import RerankedRetriever
 from ragtune.retrieve.fusion import rrf
-from ragtune.retrieve.llm_rerank import (LLMReranker, LLMRerankerConfig, build_rerank_prompt, estimate_llm_rerank,
-                                         parse_order, windows)
+from ragtune.rerank.llm import (LLMReranker, LLMRerankerConfig, build_rerank_prompt, estimate_llm_rerank, parse_order,
+                                windows)
 from tests.answer.fake_llm import FakeLLM
 from tests.helpers import write_files
 

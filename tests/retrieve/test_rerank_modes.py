@@ -7,13 +7,8 @@ import pytest
 from ragtune import Chunk, ConfigError, Hit, Ranking
 from ragtune.pipeline import PipelineConfig
 from ragtune.registry import RERANKERS
-from ragtune.retrieve.rerank import (
-    EmbeddingReranker,
-    RerankedRetriever,
-    RerankerConfig,
-    fuse_with_first_stage,
-    truncate_to_window,
-)
+from ragtune.rerank.base import RerankedRetriever, RerankerConfig, fuse_with_first_stage
+from ragtune.rerank.embedding import EmbeddingReranker, truncate_to_window
 
 
 def chunk(cid):

@@ -13,13 +13,9 @@ import pytest
 from ragtune import Chunk, ConfigError, Hit, Ranking
 from ragtune.errors import MissingDependencyError
 from ragtune.registry import RERANKERS
-from ragtune.retrieve.rerank import (
-    CrossEncoderConfig,
-    CrossEncoderReranker,
-    EmbeddingReranker,
-    EmbeddingRerankerConfig,
-    RerankedRetriever,
-)
+from ragtune.rerank.base import RerankedRetriever
+from ragtune.rerank.cross_encoder import CrossEncoderConfig, CrossEncoderReranker
+from ragtune.rerank.embedding import EmbeddingReranker, EmbeddingRerankerConfig
 
 
 def chunk(cid, embed_text=None):

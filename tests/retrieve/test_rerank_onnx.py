@@ -83,7 +83,7 @@ def test_export_writes_the_folder_convention(exported):
 def test_onnx_fp32_matches_torch_and_int8_keeps_the_order(exported):
     from scipy.stats import spearmanr
 
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     src, out, _ = exported
     pairs = pairs_of(30)
@@ -106,7 +106,7 @@ def test_onnx_fp32_matches_torch_and_int8_keeps_the_order(exported):
 
 
 def test_truncation_at_max_length_matches_torch(exported):
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     src, out, _ = exported
     long = " ".join(WORDS * 3)
@@ -128,7 +128,7 @@ def two_class_folder(tmp_path):
 
 
 def test_two_class_head_scores_the_positive_logit(tmp_path):
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     src, out = two_class_folder(tmp_path)
     assert sorted(p.name for p in out.iterdir()) == ["model.onnx", "ragtune.json", "tokenizer.json"]
@@ -146,7 +146,7 @@ def chunks_for(texts):
 @pytest.mark.parametrize("precision", ["fp32", "int8"])
 def test_reranker_loads_either_form_and_reorders(exported, precision):
     from ragtune.pipeline import build_reranker
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     _, out, _ = exported
     rr = build_reranker("cross-encoder", str(out), precision=precision, mode="replace", threads=1)
@@ -162,7 +162,7 @@ def test_reranker_loads_either_form_and_reorders(exported, precision):
 
 
 def test_auto_backend_picks_onnx_for_an_onnx_folder_and_st_otherwise(exported, tmp_path):
-    from ragtune.retrieve.rerank import pick_backend
+    from ragtune.rerank.cross_encoder import pick_backend
 
     src, out, _ = exported
     assert pick_backend(str(out)) == "onnx"
@@ -214,7 +214,7 @@ def test_export_refuses_a_folder_that_is_not_a_model_and_an_existing_export(expo
 def test_inputs_never_exceed_the_models_positions(exported):
     """The tiny model has 128 position embeddings: a reranker asked for 256 tokens reads at most 128 (the export
     records the limit), where feeding 256 would make onnxruntime fail."""
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
+    from ragtune.rerank.onnx import OnnxCrossEncoder
 
     src, out, _ = exported
     assert json.loads((out / "ragtune.json").read_text())["max_positions"] == 128

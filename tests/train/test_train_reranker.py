@@ -147,7 +147,7 @@ def test_saved_folder_reloads_and_ranks(trained, data, tiny_base):
     import math
 
     from ragtune.chunking import chunk_corpus
-    from ragtune.retrieve.rerank import CrossEncoderReranker
+    from ragtune.rerank.cross_encoder import CrossEncoderReranker
     from ragtune.types import Hit, Ranking
 
     out = Path(trained.out_dir)
@@ -233,8 +233,8 @@ def test_the_training_length_travels_with_the_model(trained, tmp_path):
     pytest.importorskip("onnx")
     from ragtune.registry import RERANKERS
     from ragtune.rerank_export import export_cross_encoder
-    from ragtune.retrieve.onnx_rerank import OnnxCrossEncoder
-    from ragtune.retrieve.rerank import CrossEncoderReranker
+    from ragtune.rerank.onnx import OnnxCrossEncoder
+    from ragtune.rerank.cross_encoder import CrossEncoderReranker
 
     out = Path(trained.out_dir)
     assert trained.max_length == 48

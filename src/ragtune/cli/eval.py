@@ -26,7 +26,7 @@ def cmd_eval(args) -> int:
     golden, flt = load_golden(args.golden, split=args.split, labels=args.labels), filters(args)
     pipeline = load_pipeline(args)
     if args.dry_run and args.rerank and RERANKERS.get(args.rerank).calls_llm:  # its cost estimate; nothing is sent
-        from ..retrieve.llm_rerank import estimate_llm_rerank
+        from ..rerank.llm import estimate_llm_rerank
 
         est = estimate_llm_rerank(pipeline, golden, filters=flt)
         return emit(args, est.to_dict(), est.summary())

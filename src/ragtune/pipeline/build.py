@@ -18,7 +18,7 @@ from ..errors import ConfigError, EmptyIndexError
 from ..registry import CHUNKERS, RERANKERS, RETRIEVERS
 from ..retrieve.base import Retriever, warm_up
 from ..retrieve.parents import ParentRetriever
-from ..retrieve.rerank import RerankedRetriever, Reranker
+from ..rerank.base import RerankedRetriever, Reranker
 from ..types import Chunk
 from .config import ALIASES, PipelineConfig
 from .resources import Resources

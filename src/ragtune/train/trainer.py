@@ -409,7 +409,7 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
 
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.model_max_length = options.max_length
-    from ..retrieve.onnx_rerank import TRAINED_LENGTH_KEY
+    from ..rerank.onnx import TRAINED_LENGTH_KEY
 
     setattr(model.config, TRAINED_LENGTH_KEY, options.max_length)  # the inference default (rerank, export)
     model.save_pretrained(out)

@@ -32,7 +32,7 @@ from typing import Annotated, Any
 from ..config import Opt, check_range
 from ..errors import ConfigError
 from ..types import Chunk, Hit, Ranking
-from .rerank import RerankerConfig
+from .base import RerankerConfig
 
 __all__ = ["LLMReranker", "LLMRerankerConfig", "RerankEstimate", "build_rerank_prompt", "estimate_llm_rerank",
            "parse_order", "windows"]
@@ -50,7 +50,7 @@ OUTPUT_TOKENS_EXTRA = 16
 class LLMRerankerConfig(RerankerConfig):
     """An LLM orders the shortlist (listwise): ``anthropic:<model>`` or ``openai:<model>``.
 
-    ``mode`` and ``fuse_k`` as for every reranker (:class:`~ragtune.retrieve.rerank.RerankerConfig`):
+    ``mode`` and ``fuse_k`` as for every reranker (:class:`~ragtune.rerank.base.RerankerConfig`):
     ``replace`` keeps the model's order, ``fuse`` blends it with the first stage's by RRF.
 
     ``base_url`` empty: the provider's (or ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``). ``max_candidates``
@@ -304,7 +304,7 @@ def estimate_llm_rerank(pipeline: Any, questions: Iterable[Any], *, filters: Any
     if not isinstance(reranker, LLMReranker):
         name = getattr(reranker, "name", None)
         raise ConfigError(f"a cost estimate needs the llm reranker (--rerank llm), got {name or 'no reranker'}")
-    from .base import search
+    from ..retrieve.base import search
 
     shortlists = []
     for item in questions:
