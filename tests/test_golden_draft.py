@@ -8,7 +8,7 @@ import pytest
 from ragtune import GoldenSetError, load_corpus
 from ragtune.cli import main
 from ragtune.golden import check_golden, load_golden
-from ragtune.golden_draft import (DraftLLM, draft_golden, draft_units, estimate_draft_cost, question_overlap,
+from ragtune.judgments.draft import (DraftLLM, draft_golden, draft_units, estimate_draft_cost, question_overlap,
                                   review_drafts)
 from tests.answer.fake_llm import FakeLLM
 from tests.helpers import write_files

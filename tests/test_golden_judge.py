@@ -6,7 +6,7 @@ import pytest
 
 from ragtune import check_golden, load_corpus, load_golden
 from ragtune.cli import main
-from ragtune.evaluate.llm_labels import GRADE_MAP, parse_grade
+from ragtune.judgments.llm_labels import GRADE_MAP, parse_grade
 from tests.answer.fake_llm import FakeLLM
 from tests.helpers import write_jsonl
 

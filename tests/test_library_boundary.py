@@ -26,13 +26,13 @@ COMMAND = re.compile(r"`[a-z][\w.-]* [^`]*`")  # `ragtune index build --store DI
 # modules whose errors still spell flags: debt from before the rule, each to be turned into parameter names
 FLAG_DEBT = {
     "corpus/loaders.py": (4, "--corpus and --format in a corpus's errors: name the path and formats= instead"),
-    "evaluate/agreement.py": (1, "'(CLI: --corpus)' beside corpus="),
+    "judgments/agreement.py": (1, "'(CLI: --corpus)' beside corpus="),
     "evaluate/evaluate.py": (1, "qrels 'score run files (eval --run, compare)': a command, not quoted as one"),
     "evaluate/gate.py": (6, "--baseline, --update-baseline, --golden, --metric in the regression gate's errors"),
-    "evaluate/pool.py": (1, "'eval --json results': a command's output, not quoted as one"),
+    "judgments/pool.py": (1, "'eval --json results': a command's output, not quoted as one"),
     "evaluate/run.py": (2, "'(CLI: --golden FILE)', '(CLI: --corpus)' beside the parameter"),
     "golden.py": (1, "--split in the golden set's errors"),
-    "golden_draft.py": (1, "--out in a draft's error"),
+    "judgments/draft.py": (1, "--out in a draft's error"),
     "label/app.py": (1, "--log in the workbench's error"),
     "label/candidates.py": (1, "--pool-systems in the workbench's error"),
     "rerank_export.py": (1, "--out in the export's error"),

@@ -7,7 +7,7 @@
   ``chat(system, user) -> str`` that builds its client on first use and counts calls, tokens and dollars.
 - :func:`ask_parsed`: ask, parse, ask again while the reply cannot be read; :func:`json_values` reads JSON out
   of a reply wrapped in prose or code fences; :func:`estimate_tokens` is the dry runs' token count.
-  The judge (:mod:`.judge`), golden-set drafting (:mod:`ragtune.golden_draft`) and the ``llm`` reranker
+  The judge (:mod:`.judge`), golden-set drafting (:mod:`ragtune.judgments.draft`) and the ``llm`` reranker
   (:mod:`ragtune.rerank.llm`) all go through these.
 
 Keys come from the environment; nothing is sent anywhere until a call is made.

@@ -8,7 +8,7 @@ import pytest
 
 import ragtune as rt
 from ragtune.errors import ConfigError, UnknownAnchorError
-from ragtune.golden_draft import draft_units
+from ragtune.judgments.draft import draft_units
 from ragtune.pipeline import PipelineConfig, build_pipeline
 from ragtune.train import golden_pairs, mine_groups, pseudo_pairs
 from ragtune.train.trainer import _split

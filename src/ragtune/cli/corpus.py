@@ -6,9 +6,9 @@ import json
 import time
 
 from ..corpus import load_corpus
-from ..evaluate import agreement, llm_labels, pool
+from ..judgments import agreement, llm_labels, pool
 from ..golden import check_golden, load_golden
-from ..golden_draft import draft_golden_set, review_drafts
+from ..judgments.draft import draft_golden_set, review_drafts
 from .options import add_flags, call, kwargs
 from .render import chunk_record, render_anchors, render_document, render_chunking, render_golden_report, render_review
 from ._common import add_chunker_flags, command, emit, int_in, pipeline_config, write_jsonl

@@ -404,7 +404,7 @@ def run_workbench(
     import sys
 
     from ..corpus import load_corpus
-    from ..evaluate.pool import read_pool_file
+    from ..judgments.pool import read_pool_file
     from ..serve.app import check_bind, check_port
     from ..serve.run import open_log
 

@@ -150,10 +150,10 @@ def pseudo_pairs(corpus: Corpus, *, min_chars: int = 80, seed: int = 0) -> list[
 def llm_pairs(corpus: Corpus, generator: str, *, base_url: str | None = None, per_section: int = 2,
               min_words: int = 12, limit: int | None = None, show_progress: bool = True) -> list[Pair]:
     """Pairs whose questions an LLM wrote: ``per_section`` paraphrase questions for every section with
-    ``min_words`` words or more of its own (the prompts of :mod:`ragtune.golden_draft`, one call per section),
+    ``min_words`` words or more of its own (the prompts of :mod:`ragtune.judgments.draft`, one call per section),
     each asking for its section. ``generator`` is ``anthropic:<model>`` or ``openai:<model>`` (keys from the
     environment)."""
-    from ..golden_draft import DraftLLM, draft_golden, draft_units, estimate_draft_cost
+    from ..judgments.draft import DraftLLM, draft_golden, draft_units, estimate_draft_cost
 
     llm = DraftLLM(generator, base_url=base_url)
     units = draft_units(corpus, per_section=per_section, kinds=("paraphrase",), min_words=min_words, limit=limit)

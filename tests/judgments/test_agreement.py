@@ -10,7 +10,7 @@ import pytest
 
 from ragtune import GoldenItem, GoldenSet
 from ragtune.cli import main
-from ragtune.evaluate.agreement import cohen_kappa, kendall_tau, label_agreement
+from ragtune.judgments.agreement import cohen_kappa, kendall_tau, label_agreement
 from tests.helpers import write_jsonl
 
 sklearn_metrics = pytest.importorskip("sklearn.metrics")

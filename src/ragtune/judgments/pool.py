@@ -31,10 +31,10 @@ from ..corpus import load_corpus
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, CorpusNotFoundError, UnknownAnchorError
 from ..golden import GoldenSet, load_golden
-from .evaluate import covers
-from .hits import ExternalHit
-from .match import HitMatcher, MatchOptions, hits_to_ranking
-from .run import read_rankings
+from ..evaluate.evaluate import covers
+from ..evaluate.hits import ExternalHit
+from ..evaluate.match import HitMatcher, MatchOptions, hits_to_ranking
+from ..evaluate.run import read_rankings
 
 __all__ = ["Hole", "PoolQuestion", "Pool", "pool_runs", "read_pool_sources", "read_pool_file"]
 

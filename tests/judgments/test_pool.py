@@ -6,7 +6,7 @@ import pytest
 
 from ragtune import ConfigError, load_corpus
 from ragtune.cli import main
-from ragtune.evaluate.pool import pool_runs
+from ragtune.judgments.pool import pool_runs
 from ragtune.evaluate.run import read_rankings
 from tests.helpers import write_jsonl
 

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from .corpus.corpus import Corpus
-from .errors import ConfigError
-from .config import Opt
+from ..corpus.corpus import Corpus
+from ..errors import ConfigError
+from ..config import Opt
 
 __all__ = ["KINDS", "DraftLLM", "draft_golden_set", "SectionUnit", "draft_units", "draft_golden", "estimate_draft_cost",
            "question_overlap", "review_drafts", "write_drafts", "parse_questions", "DraftResult"]
@@ -198,7 +198,7 @@ class DraftLLM:
 
     def __init__(self, spec: str, *, base_url: str | None = None, max_tokens: int = 800, timeout: float = 60.0,
                  max_retries: int = 5, backoff: float = 0.5):
-        from .llm import ChatLLM
+        from ..llm import ChatLLM
 
         self.llm = ChatLLM.from_spec(spec, base_url=base_url, max_tokens=max_tokens, timeout=timeout,
                                      max_retries=max_retries, backoff=backoff)
@@ -216,7 +216,7 @@ class DraftLLM:
 def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_in: float = 0.0,
                         price_out: float = 0.0) -> dict[str, Any]:
     """What drafting would send, before sending anything: calls, tokens (about 4 characters a token), cost in $."""
-    from .llm import estimate_tokens
+    from ..llm import estimate_tokens
 
     tokens_in = estimate_tokens(*(t for x in units for t in x.prompt()))
     questions = sum(len(x.kinds) for x in units)
@@ -228,7 +228,7 @@ def estimate_draft_cost(units: Sequence[SectionUnit], *, generator: str, price_i
 
 def parse_questions(text: str) -> list[dict[str, str]] | None:
     """The ``questions`` list of a reply (code fences and prose around the JSON tolerated); None if unreadable."""
-    from .llm import json_values
+    from ..llm import json_values
 
     qs = next((v["questions"] for v in json_values(text)
                if isinstance(v, Mapping) and isinstance(v.get("questions"), list)), None)
@@ -265,7 +265,7 @@ def draft_golden(units: Sequence[SectionUnit], llm: Any, *, max_overlap: float =
     listed in ``failed``. Kinds a unit did not ask for are ignored, and each kind keeps at most as many
     questions as were asked for.
     """
-    from .llm import ask_parsed
+    from ..llm import ask_parsed
 
     if not 0.0 <= max_overlap <= 1.0:
         raise ConfigError(f"max_overlap must be between 0 and 1, got {max_overlap!r}")
@@ -304,7 +304,7 @@ def draft_golden(units: Sequence[SectionUnit], llm: Any, *, max_overlap: float =
 
 
 def write_drafts(items: Iterable[Mapping[str, Any]], path: str | os.PathLike[str]) -> int:
-    from .io import write_jsonl
+    from ..io import write_jsonl
 
     rows = list(items)
     write_jsonl(path, rows)
@@ -320,7 +320,7 @@ def review_drafts(path: str | os.PathLike[str], out: str | os.PathLike[str], *,
     to ``out`` as they are. On quit (or end of input) the undecided drafts are written back to ``path``, so
     a later review resumes there; otherwise ``path`` is left with no drafts.
     """
-    from .golden import load_golden
+    from ..golden import load_golden
 
     src = Path(path)
     golden = load_golden(src, strict=False, labels="all")

@@ -254,7 +254,7 @@ def label_agreement(a: Any, b: Any, *, only: set[tuple[str, str]] | None = None,
 def sweep_agreement(sweep: str | os.PathLike[str], a: Any, b: Any, corpus: Any) -> SweepAgreement:
     """Rescore every configuration's stored rankings (``runs/<key>.json``) of a sweep folder under golden sets
     ``a`` and ``b``; Kendall's tau-b between the configurations' values of the sweep metric."""
-    from .run import score_run_file
+    from ..evaluate.run import score_run_file
 
     p = Path(sweep)
     results = p / "results.json" if p.is_dir() else p
