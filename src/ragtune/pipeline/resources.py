@@ -7,8 +7,12 @@ ready-made, so every cache lives here, behind one object:
   replaces how one is made (``ragtune.scale.ray_embedders`` embeds on a Ray cluster);
 - **chunkings**, by chunker config: in memory (a small LRU), then on disk under ``cache_dir/chunks`` keyed by
   the corpus fingerprint, the chunker config and the ragtune release;
-- **first-stage indexes**, by :attr:`PipelineConfig.index_key`: in memory (LRU), and BM25 on disk under
-  ``cache_dir/bm25`` keyed by the indexed texts, the BM25 config and the bm25s release;
+- **first-stage retrievers**, by :attr:`PipelineConfig.index_key`: in memory (LRU);
+- **indexes**, the one generic cache any retriever factory builds through (:meth:`Resources.index`): in memory
+  (LRU), keyed by the index's kind, its typed config, the indexed chunks (and the embedder, for vectors), so two
+  configurations that differ elsewhere (another embedder for a BM25 index, a hybrid beside a BM25 over the same
+  chunks) share one build, and a new retriever is cached by writing its factory alone. BM25 is also kept on disk
+  under ``cache_dir/bm25``, keyed by the indexed texts, the BM25 config and the bm25s release;
 - **a stored version** (:class:`StoredIndex`): its chunks, BM25 folder, vectors and their HNSW graph, the folder a plugin retriever
   saved its own index in, and the engine record of a Milvus version. A stored version is used as it is: nothing
   is rechunked or re-embedded.
@@ -28,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError
@@ -36,7 +40,9 @@ from ..io import write_atomic
 from ..registry import CHUNKERS, RETRIEVERS
 from ..types import Chunk
 
-__all__ = ["Resources", "StoredIndex", "Chunking", "FirstStage"]
+__all__ = ["Resources", "StoredIndex", "Chunking", "FirstStage", "chunks_fingerprint", "config_identity"]
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -84,6 +90,8 @@ class _Shared:
         self.embedders: dict[str, Any] = {}
         self.chunkings: OrderedDict[Any, Chunking] = OrderedDict()
         self.indexes: OrderedDict[Any, tuple[Any, float]] = OrderedDict()
+        self.built: OrderedDict[tuple, Any] = OrderedDict()  # Resources.index: (kind, config, chunks, embedder)
+        self.fingerprints: OrderedDict[int, tuple[Sequence[Chunk], str]] = OrderedDict()  # by id, chunks held
         self.keep_chunkings = keep_chunkings
         self.keep_indexes = keep_indexes
         self.memo: dict[str, Any] = {}  # what callers keep per resources (a sweep's query-embedding timings)
@@ -200,16 +208,58 @@ class Resources:
         return FirstStage(base, build_s, False)
 
     # -- what retriever factories ask for -----------------------------------------------------------------------
+    def index(self, kind: str, config: Any, chunks: Sequence[Chunk], build: Callable[[], T], *,
+              uses_embedder: bool = False) -> T:
+        """The index ``build()`` makes, built once per (``kind``, ``config``, ``chunks``) and then reused from memory
+        (an LRU of ``keep_indexes``) by every configuration these resources serve. The generic cache any
+        retriever factory uses: ``resources.index("my-index", config, chunks, lambda: MyIndex(chunks, config))``.
+
+        ``kind`` names what is built (a retriever's entry name, or the part it shares: ``"bm25"``); ``config`` is
+        its typed config (a :class:`~ragtune.registry.Config`, or None), identified by its ``to_dict()``; the
+        chunks by their ids and embedded texts (:func:`chunks_fingerprint`). ``uses_embedder``: the index holds
+        vectors of :meth:`embedder`, whose identity joins the key."""
+        shared = self._shared
+        key = (kind, config_identity(config), self._fingerprint(chunks),
+               self._embedder_identity() if uses_embedder else None)
+        if key in shared.built:
+            shared.built.move_to_end(key)
+            return shared.built[key]
+        made = shared.built[key] = build()
+        while len(shared.built) > shared.keep_indexes:
+            shared.built.popitem(last=False)
+        return made
+
+    def _fingerprint(self, chunks: Sequence[Chunk]) -> str:
+        """:func:`chunks_fingerprint`, remembered for the last few sequences (hybrid asks twice for the same)."""
+        memo = self._shared.fingerprints
+        held = memo.get(id(chunks))
+        if held is not None and held[0] is chunks:
+            return held[1]
+        fp = chunks_fingerprint(chunks)
+        memo[id(chunks)] = (chunks, fp)  # the sequence is held, so its id is not reused while remembered
+        while len(memo) > 2:
+            memo.popitem(last=False)
+        return fp
+
+    def _embedder_identity(self) -> Any:
+        # an embedder object by identity: the dense index cached under it holds it, so its id is not reused
+        return self._embedder if isinstance(self._embedder, str) else ("object", id(self._embedder))
+
     def bm25(self, chunks: Sequence[Chunk], config):
+        """A BM25 index over ``chunks``: the stored version's, else :meth:`index` (in memory), else the on-disk
+        cache under ``cache_dir/bm25`` when there is one, else built now."""
         from ..retrieve.bm25 import BM25Retriever
 
         if self.stored is not None and self.stored.bm25_dir is not None and self.stored.bm25_dir.is_dir():
             return BM25Retriever.load(self.stored.bm25_dir, chunks, config)
-        if self.cache_dir is None:
-            return BM25Retriever.build(chunks, config)
-        return _cached_bm25(chunks, config, self.cache_dir / "bm25")
+        cache_dir = self.cache_dir
+        if cache_dir is None:
+            return self.index("bm25", config, chunks, lambda: BM25Retriever.build(chunks, config))
+        return self.index("bm25", config, chunks, lambda: _cached_bm25(chunks, config, cache_dir / "bm25"))
 
     def dense(self, chunks: Sequence[Chunk], *, ann: bool | str = "auto"):
+        """A dense index of ``chunks`` embedded by :meth:`embedder`: the stored version's vectors, else
+        :meth:`index` (in memory), else embedded now (through the on-disk embedding cache)."""
         from ..retrieve.dense import DenseRetriever
 
         if self.stored is not None and self.stored.vectors is not None:
@@ -217,7 +267,26 @@ class Resources:
 
             return DenseRetriever(chunks, np.asarray(self.stored.vectors), self.embedder(), ann=ann,
                                   saved_graph=self.stored.graph)
-        return DenseRetriever.build(chunks, self.embedder(), ann=ann)
+        return self.index("dense", {"ann": ann}, chunks, lambda: DenseRetriever.build(chunks, self.embedder(), ann=ann),
+                          uses_embedder=True)
+
+
+def chunks_fingerprint(chunks: Sequence[Chunk]) -> str:
+    """A hash of what an index is built from: each chunk's id and its embedded text (prefix included)."""
+    h = hashlib.sha256()
+    for c in chunks:
+        h.update(c.id.encode())
+        h.update(hashlib.sha256(c.embed_text.encode("utf-8")).digest())
+    return h.hexdigest()
+
+
+def config_identity(config: Any) -> str:
+    """What identifies a stage's typed config in a cache key: its ``to_dict()`` (a mapping as it is), as sorted
+    JSON; None for none."""
+    if config is None:
+        return "null"
+    data = config.to_dict() if hasattr(config, "to_dict") else config
+    return json.dumps(data, sort_keys=True, default=repr)
 
 
 def _cached_bm25(chunks: Sequence[Chunk], config, cache_dir: Path):
