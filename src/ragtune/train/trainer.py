@@ -276,7 +276,29 @@ def train_groups(groups: list[Group], *, out_dir: str | os.PathLike[str], option
 
 
 def _train(groups, train, val, out, options, base, data, show_progress, t_start) -> TrainResult:
-    import torch
+    """Fine-tune ``base`` on ``train``, keep the epoch best on ``val``, and save the model with its manifest to ``out``."""
+    tokenizer, model = _load_model(base, options)
+    run = _TrainingRun(model, tokenizer, options, train, val, show_progress)
+    n_pairs = sum(len(g.passages) for g in train)
+    note(f"training {Path(base).name or base}: {len(train)} groups ({n_pairs} pairs) per epoch, {len(val)} held out, "
+         f"{options.epochs} epoch(s), {run.total} steps", enabled=show_progress)
+    run.fit()
+    _save_model(out, model, tokenizer, options)
+    seconds = time.perf_counter() - t_start
+    result = TrainResult(str(out), options.base, len(train), len(val), tuple(run.history), run.best_epoch,
+                         run.best_mrr, tuple(run.losses), run.step, round(seconds, 1),
+                         round(run.pairs_done / run.train_s, 2) if run.train_s else 0.0,
+                         options.to_dict(), run.total, run.cut_by, options.max_length)
+    if run.cut_by:
+        note(f"the {options.max_minutes:g}-minute limit cut training at {run.step} of {run.total} planned steps; "
+             "bound it by steps (max_steps) for a run that does not depend on the machine's load",
+             enabled=show_progress)
+    _write_manifest(out, options, base, data, train, val, run, seconds, result)
+    return result
+
+
+def _load_model(base: str, options: TrainOptions):
+    """The tokenizer and a one-label sequence-classification model of ``base`` (cut to ``options.layers``), on CPU."""
     import transformers
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -293,43 +315,69 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
     if options.layers is not None:
         _keep_layers(model, options.layers, options.base)
     model.to("cpu")
+    return tokenizer, model
 
-    bq = options.batch_queries
-    steps_per_epoch = math.ceil(len(train) / bq)
-    total = steps_per_epoch * options.epochs
-    if options.max_steps is not None:
-        total = min(total, options.max_steps)
-    warmup = int(total * options.warmup_share)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=0.01)
-    limit_s = options.max_minutes * 60 if options.max_minutes else None
-    clock = {"start": time.perf_counter()}
 
-    def lr_factor(s: int) -> float:
+class _TrainingRun:
+    """One fine-tuning run: the optimiser and its schedule, the listwise loss, held-out MRR, and the epoch loop.
+
+    After :meth:`fit`: ``history`` (one entry per epoch, epoch 0 before training), ``best_epoch`` and ``best_mrr``
+    (whose weights the model then holds), ``losses`` per step, ``step``, ``pairs_done``, ``train_s`` and ``cut_by``
+    (``"max_minutes"`` when the time limit stopped it before the planned steps).
+    """
+
+    def __init__(self, model, tokenizer, options: TrainOptions, train: list[Group], val: list[Group],
+                 show_progress: bool) -> None:
+        import torch
+
+        self.model, self.tokenizer, self.options = model, tokenizer, options
+        self.train, self.val, self.show_progress = train, val, show_progress
+        self.bq = options.batch_queries
+        steps_per_epoch = math.ceil(len(train) / self.bq)
+        total = steps_per_epoch * options.epochs
+        if options.max_steps is not None:
+            total = min(total, options.max_steps)
+        self.total = total
+        self.warmup = int(total * options.warmup_share)
+        self.optimizer = torch.optim.AdamW(model.parameters(), lr=options.lr, weight_decay=0.01)
+        self.limit_s = options.max_minutes * 60 if options.max_minutes else None
+        self.start = time.perf_counter()
+        self.schedule = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        bf16 = options.bf16 and bf16_native()
+        if options.bf16 and not bf16:
+            note("training in fp32: this CPU has no native bfloat16 (AVX512-BF16 or AMX), where bf16 autocast is "
+                 "emulated and many times slower", enabled=True)
+        self.autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else _nullcontext
+        self.history: list[dict[str, Any]] = []
+        self.losses: list[float] = []
+        self.step, self.pairs_done, self.train_s = 0, 0, 0.0
+        self.best_mrr: float | None = None
+        self.best_epoch = 0
+        self.cut_by: str | None = None
+
+    def _lr_factor(self, s: int) -> float:
         """Linear warm-up, then linear decay to zero at whichever comes first: the last step or the time limit."""
-        if s < warmup:
-            return (s + 1) / (warmup + 1)
-        done = (s - warmup) / max(1, total - warmup)
-        if limit_s:
-            done = max(done, (time.perf_counter() - clock["start"]) / limit_s)
+        if s < self.warmup:
+            return (s + 1) / (self.warmup + 1)
+        done = (s - self.warmup) / max(1, self.total - self.warmup)
+        if self.limit_s:
+            done = max(done, (time.perf_counter() - self.start) / self.limit_s)
         return max(0.0, 1.0 - done)
 
-    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_factor)
-    bf16 = options.bf16 and bf16_native()
-    if options.bf16 and not bf16:
-        note("training in fp32: this CPU has no native bfloat16 (AVX512-BF16 or AMX), where bf16 autocast is "
-             "emulated and many times slower", enabled=True)
-    autocast = (lambda: torch.autocast("cpu", dtype=torch.bfloat16)) if bf16 else _nullcontext
-
-    def scores(batch: list[Group]) -> "torch.Tensor":
+    def scores(self, batch: list[Group]) -> "torch.Tensor":
+        """The model's score of every (query, passage) pair of ``batch``, flat, group after group."""
         queries = [g.query for g in batch for _ in g.passages]
         passages = [p for g in batch for p in g.passages]
-        enc = tokenizer(queries, passages, truncation="longest_first", max_length=options.max_length,
-                        padding=True, return_tensors="pt")
-        with autocast():
-            return model(**enc).logits.float().view(-1)
+        enc = self.tokenizer(queries, passages, truncation="longest_first", max_length=self.options.max_length,
+                             padding=True, return_tensors="pt")
+        with self.autocast():
+            return self.model(**enc).logits.float().view(-1)
 
-    def listwise_loss(batch: list[Group]) -> "torch.Tensor":
-        flat = scores(batch)
+    def listwise_loss(self, batch: list[Group]) -> "torch.Tensor":
+        """Mean over groups of the cross-entropy of the positive (first passage) against its negatives."""
+        import torch
+
+        flat = self.scores(batch)
         losses, i = [], 0
         for g in batch:  # groups may differ in size on a small corpus
             n = len(g.passages)
@@ -337,76 +385,92 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
             i += n
         return torch.stack(losses).mean()
 
-    def validate() -> float | None:
-        if not val:
+    def validate(self) -> float | None:
+        """MRR of the positive among its group on the held-out groups (None without any)."""
+        import torch
+
+        if not self.val:
             return None
-        model.eval()
+        val, bq = self.val, self.bq
+        self.model.eval()
         rr = []
         with torch.no_grad():
             for i in range(0, len(val), bq):
                 batch = val[i:i + bq]
-                flat, j = scores(batch), 0
+                flat, j = self.scores(batch), 0
                 for g in batch:
                     s = flat[j:j + len(g.passages)]
                     rr.append(1.0 / (1 + int((s[1:] > s[0]).sum())))
                     j += len(g.passages)
-        model.train()
+        self.model.train()
         return sum(rr) / len(rr)
 
-    n_pairs = sum(len(g.passages) for g in train)
-    note(f"training {Path(base).name or base}: {len(train)} groups ({n_pairs} pairs) per epoch, {len(val)} held out, "
-         f"{options.epochs} epoch(s), {total} steps", enabled=show_progress)
-    history: list[dict[str, Any]] = [{"epoch": 0, "train_loss": None, "validation_mrr": validate(), "steps": 0}]
-    best_mrr, best_epoch = history[0]["validation_mrr"], 0
-    best_state = copy.deepcopy(model.state_dict()) if val else None
-    losses: list[float] = []
-    step, pairs_done, t_train = 0, 0, time.perf_counter()
-    rng = random.Random(options.seed)
-    clock["start"] = t_train
-    deadline = t_train + limit_s if limit_s else None
-    model.train()
-    stop = False
-    cut_by = None
-    for epoch in range(1, options.epochs + 1):
-        order = train[:]
-        rng.shuffle(order)
-        batches = [order[i:i + bq] for i in range(0, len(order), bq)]
-        epoch_losses = []
-        for batch in progress_iter(batches, f"epoch {epoch}/{options.epochs}", enabled=show_progress):
-            loss = listwise_loss(batch)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            schedule.step()
-            optimizer.zero_grad(set_to_none=True)
-            losses.append(float(loss.detach()))
-            epoch_losses.append(losses[-1])
-            step += 1
-            pairs_done += sum(len(g.passages) for g in batch)
-            if options.max_steps is not None and step >= options.max_steps:
-                stop = True
+    def fit(self) -> None:
+        """Train epoch by epoch (shuffled with the seed), stopping at max_steps or the time limit; keep the best epoch."""
+        options, model = self.options, self.model
+        self.history = [{"epoch": 0, "train_loss": None, "validation_mrr": self.validate(), "steps": 0}]
+        self.best_mrr, self.best_epoch = self.history[0]["validation_mrr"], 0
+        best_state = copy.deepcopy(model.state_dict()) if self.val else None
+        rng = random.Random(options.seed)
+        t_train = self.t_train = time.perf_counter()
+        self.start = t_train
+        deadline = t_train + self.limit_s if self.limit_s else None
+        model.train()
+        for epoch in range(1, options.epochs + 1):
+            order = self.train[:]
+            rng.shuffle(order)
+            batches = [order[i:i + self.bq] for i in range(0, len(order), self.bq)]
+            epoch_losses, stop = self._epoch(epoch, batches, deadline)
+            if self._record_epoch(epoch, epoch_losses):
+                if self.val and epoch < options.epochs and not stop:  # a later epoch may be worse
+                    best_state = copy.deepcopy(model.state_dict())
+            if stop:
                 break
-            if deadline is not None and time.perf_counter() >= deadline:
-                stop = True
-                cut_by = "max_minutes" if step < total else None
-                break
-        mrr = validate()
-        history.append({"epoch": epoch, "train_loss": sum(epoch_losses) / len(epoch_losses), "validation_mrr": mrr,
-                        "steps": step, "seconds": round(time.perf_counter() - t_train, 1)})
-        better = mrr is None or best_mrr is None or mrr > best_mrr
-        note(f"epoch {epoch}: train loss {history[-1]['train_loss']:.4f}"
-             + (f", held-out MRR {mrr:.4f}{' (best)' if better else ''}" if mrr is not None else "")
-             + f", {format_duration(time.perf_counter() - t_train)} so far", enabled=show_progress)
-        if better:
-            best_mrr, best_epoch = mrr, epoch
-            if val and epoch < options.epochs and not stop:  # a later epoch may be worse
-                best_state = copy.deepcopy(model.state_dict())
-        if stop:
-            break
-    if best_state is not None and best_epoch != history[-1]["epoch"]:
-        model.load_state_dict(best_state)
-    train_s = time.perf_counter() - t_train
+        if best_state is not None and self.best_epoch != self.history[-1]["epoch"]:
+            model.load_state_dict(best_state)
+        self.train_s = time.perf_counter() - t_train
 
+    def _epoch(self, epoch: int, batches: list[list[Group]], deadline: float | None) -> tuple[list[float], bool]:
+        """One optimiser step per batch: the epoch's losses, and whether max_steps or the time limit stopped it."""
+        import torch
+
+        options, epoch_losses = self.options, []
+        for batch in progress_iter(batches, f"epoch {epoch}/{options.epochs}", enabled=self.show_progress):
+            loss = self.listwise_loss(batch)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+            self.optimizer.step()
+            self.schedule.step()
+            self.optimizer.zero_grad(set_to_none=True)
+            self.losses.append(float(loss.detach()))
+            epoch_losses.append(self.losses[-1])
+            self.step += 1
+            self.pairs_done += sum(len(g.passages) for g in batch)
+            if options.max_steps is not None and self.step >= options.max_steps:
+                return epoch_losses, True
+            if deadline is not None and time.perf_counter() >= deadline:
+                self.cut_by = "max_minutes" if self.step < self.total else None
+                return epoch_losses, True
+        return epoch_losses, False
+
+    def _record_epoch(self, epoch: int, epoch_losses: list[float]) -> bool:
+        """Validate, add the epoch to the history, report it; True (and the new best) when it beats the best so far."""
+        mrr = self.validate()
+        t_train = self.t_train
+        self.history.append({"epoch": epoch, "train_loss": sum(epoch_losses) / len(epoch_losses),
+                             "validation_mrr": mrr, "steps": self.step,
+                             "seconds": round(time.perf_counter() - t_train, 1)})
+        better = mrr is None or self.best_mrr is None or mrr > self.best_mrr
+        note(f"epoch {epoch}: train loss {self.history[-1]['train_loss']:.4f}"
+             + (f", held-out MRR {mrr:.4f}{' (best)' if better else ''}" if mrr is not None else "")
+             + f", {format_duration(time.perf_counter() - t_train)} so far", enabled=self.show_progress)
+        if better:
+            self.best_mrr, self.best_epoch = mrr, epoch
+        return better
+
+
+def _save_model(out: Path, model, tokenizer, options: TrainOptions) -> None:
+    """Save the model and tokenizer to ``out``, recording the trained length as the inference default."""
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.model_max_length = options.max_length
     from ..rerank.onnx import TRAINED_LENGTH_KEY
@@ -414,24 +478,20 @@ def _train(groups, train, val, out, options, base, data, show_progress, t_start)
     setattr(model.config, TRAINED_LENGTH_KEY, options.max_length)  # the inference default (rerank, export)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    seconds = time.perf_counter() - t_start
-    result = TrainResult(str(out), options.base, len(train), len(val), tuple(history), best_epoch, best_mrr,
-                         tuple(losses), step, round(seconds, 1), round(pairs_done / train_s, 2) if train_s else 0.0,
-                         options.to_dict(), total, cut_by, options.max_length)
-    if cut_by:
-        note(f"the {options.max_minutes:g}-minute limit cut training at {step} of {total} planned steps; "
-             "bound it by steps (max_steps) for a run that does not depend on the machine's load",
-             enabled=show_progress)
+
+
+def _write_manifest(out: Path, options: TrainOptions, base: str, data, train: list[Group], val: list[Group],
+                    run: _TrainingRun, seconds: float, result: TrainResult) -> None:
+    """Write the model folder's manifest: ragtune version, base, data, options, epochs and timings."""
     from .._version import __version__
 
     manifest = {"ragtune": __version__, "kind": "cross-encoder", "base": options.base, "base_path": base,
                 "data": data or {}, "options": options.to_dict(), "train_groups": len(train),
-                "validation_groups": len(val), "epochs": list(history), "best_epoch": best_epoch,
-                "best_validation_mrr": best_mrr, "steps": step, "planned_steps": total, "cut_by": cut_by,
-                "max_length": options.max_length, "seconds": round(seconds, 1),
+                "validation_groups": len(val), "epochs": list(run.history), "best_epoch": run.best_epoch,
+                "best_validation_mrr": run.best_mrr, "steps": run.step, "planned_steps": run.total,
+                "cut_by": run.cut_by, "max_length": options.max_length, "seconds": round(seconds, 1),
                 "pairs_per_s": result.pairs_per_s}
     (out / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    return result
 
 
 def _check_depth(base: str, options: TrainOptions) -> None:
