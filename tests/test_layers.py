@@ -39,6 +39,24 @@ def test_a_back_pointing_import_breaks_the_contract(tmp_path):
     assert "ragtune.types is not allowed to import ragtune.pipeline" in proc.stdout, proc.stdout
 
 
+def test_an_import_cycle_inside_a_function_breaks_the_contract(tmp_path):
+    """A copy of the package where bm25 imports fusion inside a function, and fusion imports bm25 at the top: a
+    cycle between sibling modules, though no import runs at load time. The second contract must fail on it."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "src" / "ragtune", src / "ragtune", ignore=shutil.ignore_patterns("__pycache__"))
+    bm25 = src / "ragtune" / "retrieve" / "bm25.py"
+    assert "from .bm25 import" in (src / "ragtune" / "retrieve" / "fusion.py").read_text()
+    bm25.write_text(bm25.read_text() + "\n\ndef _later():\n    from .fusion import HybridRetriever\n")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    import os
+
+    proc = subprocess.run([*_lint_imports(), "--no-cache"], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": str(src)})
+    assert proc.returncode != 0
+    assert "no import cycles between sibling modules BROKEN" in proc.stdout, proc.stdout
+    assert "No cycles are allowed in ragtune.retrieve." in proc.stdout and ".fusion -> .bm25" in proc.stdout, proc.stdout
+
+
 @pytest.mark.parametrize("module", ["ragtune", "ragtune.pipeline", "ragtune.store", "ragtune.sweep"])
 def test_library_modules_never_import_the_cli(module):
     code = f"import sys, {module}; print(sorted(m for m in sys.modules if m.startswith('ragtune.cli')))"
