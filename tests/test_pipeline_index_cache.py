@@ -12,6 +12,7 @@ import pytest
 from ragtune.config import Config, Opt
 from ragtune.corpus import load_corpus
 from ragtune.pipeline import PipelineConfig, Resources, build_pipeline
+from ragtune.pipeline.resources import chunks_fingerprint
 from ragtune.registry import RETRIEVERS
 from ragtune.types import Hit, Ranking
 from tests.helpers import write_files
@@ -123,3 +124,17 @@ def test_hybrid_reuses_the_bm25_and_dense_indexes_built_for_other_configurations
     hybrid = build_pipeline(corpus, _config(retriever="hybrid"), resources=resources)
     assert embedded == len(dense.chunks) and emb.texts == embedded  # nothing embedded again
     assert hybrid.base.retrievers[0] is bm25.base and hybrid.base.retrievers[1] is dense.base
+
+
+def test_chunkings_with_the_same_ids_and_texts_but_other_parents_do_not_share_an_index(tmp_path):
+    """Section pieces and small-to-big children can have the same ids and texts; the index hands back its chunks,
+    so the children must not be served the pieces (which have no parent): a sweep of the demo grid did."""
+    corpus = load_corpus(write_files(tmp_path / "c", DOCS))
+    resources = Resources(_Embedder())
+    pieces = build_pipeline(corpus, _config(retriever="bm25", max_tokens=256), resources=resources)
+    s2b = build_pipeline(corpus, PipelineConfig.from_flags({"chunker": "small_to_big", "parent": "section",
+                                                            "size": 256, "retriever": "bm25"}), resources=resources)
+    assert {c.id for c in pieces.chunks} & {c.id for c in s2b.chunks}, "the two chunkings must share ids to test this"
+    ranking = s2b.retriever.search("refunds", k=3)  # a piece without parent_id here raised in ParentRetriever
+    assert ranking.hits
+    assert chunks_fingerprint(pieces.chunks) != chunks_fingerprint(s2b.chunks)

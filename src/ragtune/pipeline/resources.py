@@ -272,11 +272,13 @@ class Resources:
 
 
 def chunks_fingerprint(chunks: Sequence[Chunk]) -> str:
-    """A hash of what an index is built from: each chunk's id and its embedded text (prefix included)."""
+    """A hash of what an index is built from and hands back: each whole chunk (id, text, prefix, span, heading
+    path, parent, metadata), since the index returns its chunks in its hits. Two chunkings with the same ids and
+    texts but other parents (section pieces and small-to-big children) are different indexes."""
     h = hashlib.sha256()
     for c in chunks:
-        h.update(c.id.encode())
-        h.update(hashlib.sha256(c.embed_text.encode("utf-8")).digest())
+        h.update(hashlib.sha256(json.dumps(c.to_dict(), sort_keys=True, ensure_ascii=False,
+                                           default=str).encode("utf-8")).digest())
     return h.hexdigest()
 
 
