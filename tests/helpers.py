@@ -237,3 +237,19 @@ SWEEP_GRID = {"metric": "recall@1", "k": [1, 5], "samples": 500,
               "baseline": {"chunker": "fixed", "size": 8, "overlap": 0, "prefix": False, "retriever": "bm25"},
               "grid": {"chunker": ["fixed", "section"], "size": [8, 40], "overlap": [0], "prefix": [False, True],
                        "retriever": ["bm25"]}}
+
+
+class ConstantEmbedder:
+    """For the semantic chunker: every sentence the same vector, so it cuts by size alone (no model, no network)."""
+
+    model_id = "constant"
+    dim = 2
+    max_tokens = 256
+    cache_key = "constant:1"
+
+    def embed(self, texts):
+        import numpy as np
+
+        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
+
+    embed_queries = embed

@@ -12,29 +12,15 @@ import json
 import random
 import tracemalloc
 
-import numpy as np
 import pytest
 
 from ragtune import load_corpus
 from ragtune.corpus.headings import MAX_HEADING_CHARS, clip_heading
 from ragtune.pipeline.config import PipelineConfig
 from ragtune.registry import CHUNKERS
+from tests.helpers import ConstantEmbedder
 
 WORDS = ("alpha", "beta", "gamma", "delta", "omega", "kappa", "sigma", "theta")
-
-
-class ConstantEmbedder:
-    """For the semantic chunker: every sentence the same vector (no model, no network)."""
-
-    model_id = "constant"
-    dim = 2
-    max_tokens = 256
-    cache_key = "constant:1"
-
-    def embed(self, texts):
-        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
-
-    embed_queries = embed
 
 
 def heading_file(tmp_path, words: int, name: str):

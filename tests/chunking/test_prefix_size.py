@@ -20,25 +20,12 @@ from ragtune.embed import get_embedder
 from ragtune.embed.window import window_overflow
 from ragtune.pipeline.config import PipelineConfig
 from ragtune.registry import CHUNKERS
+from tests.helpers import ConstantEmbedder
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZED = ("fixed", "recursive", "markdown", "semantic", "small_to_big")
 WORDS = ("refund", "invoice", "customer", "configuration", "authentication", "dependency", "middleware",
          "serialization", "parameter", "endpoint", "background", "asynchronous", "validation", "response")
-
-
-class ConstantEmbedder:
-    """For the semantic chunker: every sentence the same vector (cuts by size alone; no model)."""
-
-    model_id = "constant"
-    dim = 2
-    max_tokens = 256
-    cache_key = "constant:1"
-
-    def embed(self, texts):
-        return np.tile(np.asarray([[1.0, 0.0]], dtype=np.float32), (len(texts), 1))
-
-    embed_queries = embed
 
 
 def _words(rnd: random.Random, n: int) -> str:
