@@ -31,3 +31,16 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield b
         b.close()
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory):
+    """One real Milvus standalone server for the run (``tests/milvus_server.py``): started on first use on a free
+    loopback port, its data in a temporary folder, stopped at the end. Skips when the package is absent."""
+    from tests.milvus_server import start_server
+
+    handle = start_server(tmp_path_factory.mktemp("milvus-server"))
+    try:
+        yield handle
+    finally:
+        handle.stop()
