@@ -265,7 +265,7 @@ class LearnedGate:
             v = data.get(key)
             if (not isinstance(v, (list, tuple)) or len(v) != len(names)
                     or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in v)):
-                raise ConfigError(f"{where}: {key} must be {len(names)} finite numbers, one per feature; got {v!r}")
+                raise ConfigError(f"{where}: {key} must list one finite number per feature ({len(names)}); got {v!r}")
         if any(s <= 0 for s in data["scale"]):
             raise ConfigError(f"{where}: every scale must be > 0; got {data['scale']!r}")
         for key in ("intercept", "threshold"):

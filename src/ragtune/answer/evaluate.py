@@ -15,7 +15,8 @@ from . import answer_question
 from .base import Generator
 from ..errors import ConfigError
 from ..config import Opt
-from .gate import ConfidenceGate, cross_validated_gates, top_score
+from .gate import ConfidenceGate, cross_validated_gates, threshold_text, top_score
+from .abstain import LearnedGate
 
 __all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text", "abstentions",
            "abstention_text"]
@@ -54,8 +55,10 @@ def answer_golden(
     generator: Annotated[str, Opt("extractive (offline), anthropic[:model], openai:<model>")] = "extractive",
     judge: Annotated[str, Opt("heuristic (offline), openai:<model> or anthropic:<model>")] = "heuristic",
     answer_k: Annotated[int, Opt("contexts per answer", lo=1, hi=10_000)] = 5,
-    gate: Annotated[float | None, Opt("abstain below this top retrieval score (see calibrate); default: a gate "
-                                      "cross-validated on the golden set (5 folds)", lo=-1e12, hi=1e12)] = None,
+    gate: Annotated[float | LearnedGate | None, Opt(
+        "abstain below this top retrieval score (see calibrate), or a learned gate: the JSON file calibrate "
+        "--learned FILE wrote; default: a score gate cross-validated on the golden set (5 folds)",
+        metavar="T|FILE")] = None,
     price_in: Annotated[float, Opt("LLM: $ per million input tokens", lo=0.0, hi=1e9)] = 0.0,
     price_out: Annotated[float, Opt("LLM: $ per million output tokens", lo=0.0, hi=1e9)] = 0.0,
     dry_run: Annotated[bool, Opt("estimate the LLM calls, tokens and cost of --answers (retrieval only)")] = False,
@@ -70,7 +73,8 @@ def answer_golden(
                                                  filters=filters, price_in=price_in, price_out=price_out)}
     jdg = make_judge(judge, {"price_in": price_in, "price_out": price_out} if JUDGES.get(judge).calls_llm else None)
     return evaluate_answers(retriever, golden, corpus, make_generator(generator), judge=jdg, k=answer_k,
-                            gate=ConfidenceGate(gate) if gate is not None else "cv", filters=filters,
+                            gate=ConfidenceGate(gate) if isinstance(gate, (int, float)) else gate or "cv",
+                            filters=filters,
                             show_progress=show_progress)
 
 
@@ -79,7 +83,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator, *, judge=None, k: int = 5,
-                     gate: ConfidenceGate | str | None = None, folds: int = 5, filters: Any = None,
+                     gate: ConfidenceGate | LearnedGate | str | None = None, folds: int = 5, filters: Any = None,
                      show_progress: bool = False) -> dict[str, Any]:
     """Answer every golden question from its top ``k`` chunks and score the answers.
 
@@ -89,9 +93,11 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
 
     ``gate``: a :class:`ConfidenceGate`, None (no gate), or ``"cv"``: a gate calibrated on this golden set by
     ``folds``-fold cross-validation (:func:`~ragtune.answer.gate.cross_validated_gates`), so no question is
-    judged by a threshold calibrated on itself. ``gate_info`` in the result says which was used.
+    judged by a threshold calibrated on itself. A :class:`~ragtune.answer.abstain.LearnedGate` (fitted with the
+    same ``k``) is bound to ``retriever`` and ``corpus`` and applied to every question. ``gate_info`` in the result
+    says which was used.
     """
-    gates: list[ConfidenceGate | None]
+    gates: list[Any]
     if isinstance(gate, str):
         if gate != "cv":
             raise ConfigError(f"gate {gate!r}: give a threshold, None, or 'cv' (cross-validated on the golden set)")
@@ -103,6 +109,13 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
             no_evidence.append(not any(covers(h.chunk, s) for h in ranking.hits for s in spans))
         thresholds, info = cross_validated_gates([i.answerable for i in golden], scores, no_evidence, folds=folds)
         gates = [ConfidenceGate(t) if t is not None else None for t in thresholds]
+    elif isinstance(gate, LearnedGate):
+        if gate.k != k:
+            raise ConfigError(f"the learned gate was fitted on the top {gate.k} contexts, answers use {k}: answer "
+                              f"with k={gate.k} or refit the gate with k={k}")
+        gates = [gate.bind(retriever, corpus, filters=filters)] * len(golden)  # type: ignore[list-item]
+        info = {"mode": "learned", "threshold": gate.threshold, "features": list(gate.features),
+                "pipeline": gate.pipeline}
     else:
         gates = [gate] * len(golden)
         info = {"mode": "fixed", "threshold": gate.threshold} if gate is not None else {"mode": "none"}
@@ -199,7 +212,9 @@ def gate_text(info: Mapping[str, Any]) -> str:
         t = info["thresholds"]
         return f"gate: cross-validated, {info['folds']} folds (thresholds {min(t):.4g}-{max(t):.4g})"
     if mode == "fixed":
-        return f"gate: {info['threshold']:.4g} (given)"
+        return f"gate: {threshold_text(info['threshold'])} (given)"
+    if mode == "learned":
+        return f"gate: learned ({', '.join(info['features'])}; abstains below {info['threshold']:.6g})"
     return "gate: none" + (f" ({info['reason']})" if info.get("reason") else "")
 
 

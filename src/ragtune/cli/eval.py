@@ -5,7 +5,9 @@ from __future__ import annotations
 import sys
 
 from ..answer.evaluate import answer_golden, render_estimate
+from ..answer.abstain import LearnedGate, calibrate_learned, load_gate
 from ..answer.gate import calibrate_retriever
+from ..config import parse_number
 from ..io import json_finite
 from ..evaluate.gate import check_gate, ci_gate
 from ..errors import ConfigError
@@ -24,7 +26,9 @@ def cmd_eval(args) -> int:
     if args.endpoint or args.run:
         return cmd_eval_external(args)
     golden, flt = load_golden(args.golden, split=args.split, labels=args.labels), filters(args)
+    args.gate = gate_argument(args.gate)
     pipeline = load_pipeline(args)
+    check_gate_pipeline(args.gate, pipeline)
     if args.dry_run and args.rerank and RERANKERS.get(args.rerank).calls_llm:  # its cost estimate; nothing is sent
         from ..rerank.llm import estimate_llm_rerank
 
@@ -44,6 +48,25 @@ def cmd_eval(args) -> int:
     extra = [render_candidates(table, args.rerank, args.budget_ms) if table else extras.get("rerank_warning"),
              render_rerank_usage(usage) if usage else None]
     return _emit_gated(args, json_finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
+
+
+def gate_argument(text: str | float | None) -> float | LearnedGate | None:
+    """--gate T (a number: a score threshold) or --gate FILE (a learned gate written by calibrate --learned)."""
+    if text is None or isinstance(text, (int, float)):
+        return text
+    try:
+        float(text)
+    except ValueError:
+        return load_gate(text)
+    return parse_number(text, float, -1e12, 1e12)
+
+
+def check_gate_pipeline(gate, pipeline) -> None:
+    """A learned gate scores retrieval on the scale of the configuration it was fitted on: refuse another one."""
+    label = getattr(getattr(pipeline, "config", None), "label", None)
+    if isinstance(gate, LearnedGate) and gate.pipeline and label and gate.pipeline != label:
+        raise ConfigError(f"the learned gate was fitted on the pipeline {gate.pipeline}, this one is {label}: pass "
+                          "the options it was fitted with, or refit it with ragtune calibrate --learned FILE")
 
 
 def _emit_gated(args, data, text) -> int:
@@ -84,8 +107,15 @@ def cmd_calibrate(args) -> int:
     pipeline = load_pipeline(args)
     cal = calibrate_retriever(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True,
                               **kwargs(calibrate_retriever, args))
-    emit(args, {**cal.to_dict(), "config": pipeline.describe(), "k": args.k},
-         render_calibration(cal, pipeline.retriever.name))
+    data, text = {**cal.to_dict(), "config": pipeline.describe(), "k": args.k}, render_calibration(cal, pipeline.retriever.name)
+    if args.learned:
+        cmp = calibrate_learned(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True,
+                                pipeline=getattr(pipeline.config, "label", None))
+        cmp.gate.save(args.learned)
+        data["learned"] = cmp.to_dict()
+        text += (f"\n\n{cmp.to_text()}\n\nlearned gate written: {args.learned}\n"
+                 f"use it: ragtune eval ... --answers --gate {args.learned} (the same pipeline options and --answer-k {args.k})")
+    emit(args, json_finite(data), text)
     return 0
 
 
@@ -118,3 +148,6 @@ def add(sub) -> None:
     add_pipeline_flags(p)
     p.add_argument("-k", "--k", type=K, default=5, help="contexts an answer would use (default 5)")
     add_flags(p, calibrate_retriever)
+    p.add_argument("--learned", metavar="FILE", help="also fit a learned gate (top score, margin, BM25/dense agreement, "
+                   "rare-term coverage, section spread), compare it with the score threshold held out (5-fold "
+                   "cross-validation) and write it to FILE, for eval --answers --gate FILE")
