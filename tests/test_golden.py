@@ -24,7 +24,7 @@ def test_yaml_with_questions_key(tmp_path):
     path = tmp_path / "g.yaml"
     path.write_text("questions:\n  - id: a\n    q: What?\n    relevant: [faq.md]\n    tags: [paraphrase]\n")
     g = load_golden(path)
-    assert g.items[0].relevant == {"faq.md": 1.0}
+    assert g.items[0].relevant == {"faq.md": 2.0}  # a list: the top grade
     assert g.items[0].tags == ("paraphrase",)
 
 

@@ -65,9 +65,10 @@ def test_judge_end_to_end(tmp_path, md_corpus, server, kind, monkeypatch, capsys
     assert golden.read_text() == before  # the input is never rewritten
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     q1, q2 = rows
-    assert q1["relevant"] == [f"{B}#refunds", f"{B}#partial-refunds"]  # grade 1 each: a list
+    # the author's listed anchor is the top grade (2); the LLM's "answers" (its 2) is ragtune's 1
+    assert q1["relevant"] == {f"{B}#refunds": 2, f"{B}#partial-refunds": 1}
     assert q1["judged"] == [f"{B}#invoices"]
-    assert q2["relevant"] == {"faq.md#accounts": 1, "notes.txt": 2}
+    assert q2["relevant"] == ["faq.md#accounts", "notes.txt"]  # both grade 2: a list
     records = q1["judgments"] + q2["judgments"]
     assert [(r["anchor"], r["grade"], r["by"], r["pool"]) for r in records] == [
         (f"{B}#partial-refunds", 1, "llm:m1", "pool.jsonl"), (f"{B}#invoices", 0, "llm:m1", "pool.jsonl"),
@@ -110,13 +111,14 @@ def test_labels_human_scores_as_the_original_and_all_scores_the_llm_labels(tmp_p
     labelled = write_jsonl(tmp_path / "labelled.jsonl", [
         GOLDEN[0], {**GOLDEN[1], "relevant": ["faq.md#accounts", "notes.txt"], "judgments": [llm]}])
     # the LLM-only label is dropped by default, kept with labels="all"
-    assert load_golden(labelled).items[1].relevant == {"faq.md#accounts": 1.0}
+    assert load_golden(labelled).items[1].relevant == {"faq.md#accounts": 2.0}
     assert load_golden(labelled).labels == "human"
-    assert load_golden(labelled, labels="all").items[1].relevant == {"faq.md#accounts": 1.0, "notes.txt": 1.0}
+    # a listed anchor with a judgment record keeps the grade recorded (files from before a list meant grade 2)
+    assert load_golden(labelled, labels="all").items[1].relevant == {"faq.md#accounts": 2.0, "notes.txt": 1.0}
     # a label a person also judged stays
     both = write_jsonl(tmp_path / "both.jsonl", [{**GOLDEN[1], "relevant": ["faq.md#accounts", "notes.txt"],
                                                   "judgments": [llm, {**llm, "by": "ana"}]}])
-    assert load_golden(both).items[0].relevant == {"faq.md#accounts": 1.0, "notes.txt": 1.0}
+    assert load_golden(both).items[0].relevant == {"faq.md#accounts": 2.0, "notes.txt": 1.0}
     run = tmp_path / "run.json"
     run.write_text(json.dumps({"q1": [f"{B}#refunds"], "q2": ["notes.txt", "faq.md#accounts"]}))
 

@@ -37,7 +37,8 @@ def test_judged_not_relevant_and_provenance_round_trip(tmp_path):
     assert g.items[1].judged == {"faq.md": 0.0} and not g.items[1].answerable
     g.to_jsonl(tmp_path / "again.jsonl")
     assert [json.loads(line) for line in (tmp_path / "again.jsonl").read_text().splitlines()] == \
-        [{**NEW, "judged": ["guide/billing.md#invoices"]}, {"id": "q2", "q": "x", "relevant": [], "judged": ["faq.md"]}]
+        [{**NEW, "relevant": ["guide/billing.md#refunds"], "judged": ["guide/billing.md#invoices"]},
+         {"id": "q2", "q": "x", "relevant": [], "judged": ["faq.md"]}]  # every grade 2 (the top): written as a list
 
 
 def test_yaml_dates_are_kept_as_iso_text(tmp_path):
@@ -83,7 +84,7 @@ def test_check_lists_unknown_judged_anchors_and_conflicts(md_corpus, tmp_path):
     msgs = [p.message for p in report.problems]
     assert "guide/billing.md#invoices" in report.problems[1].suggestions
     assert "'faq.md' is judged relevant (grade 2) but not listed in 'relevant'" in msgs[2]
-    assert "judgment of 'faq.md' by ana gives grade 0 but the label is 1" in msgs[3]
+    assert "judgment of 'faq.md' by ana gives grade 0 but the label is 2" in msgs[3]
     assert "judgment of 'notes.txt' by bo (grade 0) has no label" in msgs[4]
 
 

@@ -4,7 +4,9 @@ Canonical form is JSONL, one item a line::
 
     {"id": "q1", "q": "How do refunds work?", "relevant": ["billing.md#refunds"], "tags": ["paraphrase"]}
 
-``relevant`` may also map anchors to graded relevance (``{"a.md#x": 2}``);
+``relevant`` may also map anchors to graded relevance (``{"a.md#x": 2}``; 0 not relevant, 1 partly, 2 answers
+it); a plain list means the top grade, :data:`TOP_GRADE` (2: the author's answers), so a section judging finds
+later never outranks them;
 ``"relevant": []`` marks a question the corpus cannot answer. ``"status": "draft"``
 marks a proposed question no person has accepted yet (``ragtune golden draft``,
 with its drafting notes under ``"draft"``): drafts are never scored;
@@ -22,8 +24,10 @@ retrieving them is judged there, not in a hole (``judged@k``). ``relevant`` stay
 anchor is listed, so a reader that ignores ``judged`` scores the same; an anchor listed in both must carry the
 same grade there, anything else is a conflict. ``judgments`` is the provenance of labels, one record per
 judgment: ``anchor``, ``grade`` (0 = not relevant), ``by`` (a person's name, or ``llm:<model>`` for an LLM's
-label), optional ``at`` (an ISO 8601 date or time) and ``pool`` (the pool file it came from). A record must
-agree with the item's label for its anchor. See docs/concepts/judgments.md.
+label), optional ``at`` (an ISO 8601 date or time), ``pool`` (the pool file it came from) and ``added`` (true when
+the judgment made the anchor relevant on a question that already had relevant anchors: judging added it after the
+question was authored; :attr:`GoldenItem.added`). A record must agree with the item's label for its anchor. See
+docs/concepts/judgments.md.
 """
 
 from __future__ import annotations
@@ -51,10 +55,11 @@ from .io import InputFormat, Sample, describe_formats, sniff_format, write_text
 from .types import Document, Section
 
 __all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden",
-           "parse_item", "GRADE_RULE", "grade_rule", "items_from_grades", "JUDGMENT_FORMATS", "read_judgments"]
+           "parse_item", "GRADE_RULE", "grade_rule", "TOP_GRADE", "items_from_grades", "JUDGMENT_FORMATS", "read_judgments"]
 
 _FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
-_JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool")
+_JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool", "added")
+TOP_GRADE = 2.0  # the grade of an anchor in a plain list ``relevant: [a, b]``: "answers it", the workbench's top
 LABELS = ("human", "all")  # which labels scoring uses: a person's only (LLM-only labels dropped), or every one
 STATUSES = ("draft",)  # an accepted item has no status
 
@@ -62,13 +67,15 @@ STATUSES = ("draft",)  # an accepted item has no status
 @dataclass(frozen=True, slots=True)
 class Judgment:
     """One judgment of one anchor for one question: its ``grade`` (0 = not relevant), who gave it (``by``: a
-    person's name, or ``llm:<model>``), when (``at``, ISO 8601) and from which pool file (``pool``)."""
+    person's name, or ``llm:<model>``), when (``at``, ISO 8601), from which pool file (``pool``), and whether it
+    added a relevant anchor to a question that already had some (``added``: found by judging, after authoring)."""
 
     anchor: str
     grade: float
     by: str
     at: str | None = None
     pool: str | None = None
+    added: bool = False
 
     @property
     def by_llm(self) -> bool:
@@ -77,6 +84,8 @@ class Judgment:
     def to_dict(self) -> dict[str, Any]:
         d: dict[str, Any] = {"anchor": self.anchor, "grade": _number(self.grade), "by": self.by}
         d.update({k: v for k, v in (("at", self.at), ("pool", self.pool)) if v is not None})
+        if self.added:
+            d["added"] = True
         return d
 
 
@@ -123,6 +132,19 @@ class GoldenItem:
                        judgments=tuple(j for j in self.judgments if j.anchor not in drop))
 
     @property
+    def added(self) -> tuple[str, ...]:
+        """Relevant anchors that judging added after the question was authored (a judgment record with
+        ``added``); files written before the workbench recorded it have none."""
+        marked = {j.anchor for j in self.judgments if j.added}
+        return tuple(a for a in self.relevant if a in marked)
+
+    @property
+    def authored(self) -> tuple[str, ...]:
+        """The relevant anchors the question was authored with: every relevant anchor not in :attr:`added`."""
+        added = set(self.added)
+        return tuple(a for a in self.relevant if a not in added)
+
+    @property
     def judged_anchors(self) -> dict[str, float]:
         """Every anchor with a judgment, with its grade: the relevant ones and the judged-not-relevant ones."""
         return {**{a: 0.0 for a in self.not_relevant}, **self.relevant}
@@ -149,8 +171,8 @@ class GoldenItem:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        grades = set(self.relevant.values())
-        relevant: Any = list(self.relevant) if grades <= {1, 1.0} else dict(self.relevant)
+        top = bool(self.relevant) and all(g == TOP_GRADE for g in self.relevant.values())
+        relevant: Any = list(self.relevant) if top or not self.relevant else dict(self.relevant)
         d: dict[str, Any] = {"id": self.id, "q": self.q, "relevant": relevant}
         if self.tags:
             d["tags"] = list(self.tags)
@@ -264,7 +286,7 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
         for anchor in rel:
             if not isinstance(anchor, str) or not anchor.strip():
                 raise GoldenSetError(f"{where}: 'relevant' must list anchor strings like \"guide.md#refunds\", got {anchor!r}")
-            relevant[anchor.strip()] = 1.0
+            relevant[anchor.strip()] = TOP_GRADE
     else:
         raise GoldenSetError(f"{where}: 'relevant' must be a list of anchors or an object of anchor -> grade, got {type(rel).__name__}")
     tags = obj.get("tags") or []
@@ -278,9 +300,12 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     draft = obj.get("draft") or {}
     if not isinstance(draft, Mapping):
         raise GoldenSetError(f"{where}: 'draft' must be an object of drafting notes, got {type(draft).__name__}")
+    judgments = _parse_judgments(obj.get("judgments"), where)
+    if isinstance(rel, list):  # a listed anchor a person graded keeps the grade recorded (files written before a
+        recorded = {j.anchor: j.grade for j in judgments if j.grade > 0}  # list meant the top grade wrote grade 1)
+        relevant = {a: recorded.get(a, g) for a, g in relevant.items()}
     return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft),
-                      judged=_parse_judged(obj.get("judged"), where),
-                      judgments=_parse_judgments(obj.get("judgments"), where))
+                      judged=_parse_judged(obj.get("judged"), where), judgments=judgments)
 
 
 def parse_item(obj: Any, where: str = "item") -> GoldenItem:
@@ -347,8 +372,12 @@ def _parse_judgments(raw: Any, where: str) -> tuple[Judgment, ...]:
                                  f"\"2025-03-02T14:05:00Z\", got {at!r}")
         if pool is not None and not isinstance(pool, str):
             raise GoldenSetError(f"{what}: 'pool' must be the pool file's name, got {pool!r}")
+        added = rec.get("added", False)
+        if not isinstance(added, bool):
+            raise GoldenSetError(f"{what}: 'added' must be true or false (true: judging added this relevant anchor "
+                                 f"after the question was authored), got {added!r}")
         out.append(Judgment(rec["anchor"].strip(), _grade(rec["grade"], f"{what}: 'grade'"), rec["by"].strip(),
-                            at, pool))
+                            at, pool, added))
     return tuple(out)
 
 
@@ -444,7 +473,12 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
 def grade_rule(grade: float) -> tuple[bool, float]:
     """The one rule every reader of judgments applies to a grade: ``(True, grade)`` for a grade above 0 (relevant,
     with that grade); ``(False, 0.0)`` for 0 or less (judged not relevant: kept in ``GoldenItem.judged``, as trec_eval
-    counts it judged, so ``judged@k`` is the same whichever file the judgments came from)."""
+    counts it judged, so ``judged@k`` is the same whichever file the judgments came from).
+
+    A plain list of anchors (``"relevant": ["a.md#x", "b.md#y"]``) carries no grades: each is :data:`TOP_GRADE`
+    (2, "answers it"), the author's answers, so a section judging grades 1 ("partly") or 2 later never outranks
+    them in nDCG; a listed anchor that has a judgment record keeps the grade recorded. Grades above 2 (a qrels
+    file's own scale) are read as given."""
     return (True, float(grade)) if grade > 0 else (False, 0.0)
 
 

@@ -12,7 +12,7 @@ Two more arrays say what was judged (see docs/concepts/judgments.md):
   not relevant);
 - ``hole_ranks[h]``: for each distinct unjudged anchor (a retrieved chunk covering no judged anchor, named by
   its section anchor), the rank where it is first retrieved. The ``*_upper`` functions score the ranking as if
-  every hole were relevant (grade 1); today's figure is the lower end.
+  every hole were relevant (for nDCG with the question's highest grade); today's figure is the lower end.
 
 Where one chunk is one document these reduce to the usual document-level
 definitions (trec_eval / ir_measures); the parity test checks it to 1e-6.
@@ -130,10 +130,11 @@ def reciprocal_rank_upper(first_ranks: np.ndarray, hole_ranks: np.ndarray) -> fl
 
 
 def ndcg_upper_at_k(first_ranks: np.ndarray, grades: np.ndarray, hole_ranks: np.ndarray, k: int) -> float:
-    """nDCG at ``k`` if every hole in the top ``k`` were relevant with grade 1 (added to the ideal ranking too).
+    """nDCG at ``k`` if every hole in the top ``k`` were relevant with the question's highest grade (added to the
+    ideal ranking too; a hole could answer as well as the author's anchors, which a plain list grades 2).
     Usually above :func:`ndcg_at_k`; it can sit slightly below when a hole found late raises the ideal more than
     the gain (a question with relevant anchors never retrieved)."""
     if first_ranks.size == 0:
         return float("nan")
     holes = hole_ranks[hole_ranks <= k]
-    return ndcg_at_k(np.concatenate([first_ranks, holes]), np.concatenate([grades, np.ones(holes.size)]), k)
+    return ndcg_at_k(np.concatenate([first_ranks, holes]), np.concatenate([grades, np.full(holes.size, grades.max())]), k)

@@ -263,8 +263,8 @@ for _row in (
     Metric("mrr_upper", _mrr_upper, takes_k=False, needs=("hole_ranks",), show=(), label="mrr (upper)",
            description="MRR if every unjudged section retrieved were relevant (mrr is the lower end)"),
     Metric("ndcg_upper", _ndcg_upper, always_k=(10,), needs=("hole_ranks",), show=(), label="ndcg (upper)",
-           description="nDCG@k if every unjudged section in the top k were relevant, grade 1 (ndcg@k is today's "
-           "figure)"),
+           description="nDCG@k if every unjudged section in the top k were relevant, with the question's highest "
+           "grade (ndcg@k is today's figure)"),
 ):
     register_metric(_row)
 del _row
