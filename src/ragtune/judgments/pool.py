@@ -15,6 +15,11 @@ JSON line per question::
 
 ``pooled`` counts the distinct sections in the union of the runs' top ``depth``, ``judged`` those of them a
 judgment covers; holes come best rank first. See docs/concepts/judgments.md.
+
+With ``sample`` (``ragtune pool --sample N``) the pool also draws N holes to judge (:mod:`.sample`: stratified by
+depth, rank-weighted, reproducible from ``seed``); each line then carries ``"sample": {"n", "seed", "strata"}``
+and each hole its best ``rank``, its ``stratum``, its inclusion probability ``pi`` and whether it was
+``sampled``: what ``ragtune eval --pool-sample FILE`` estimates the metrics from (:mod:`.estimate`).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from ..evaluate.evaluate import covers
 from ..evaluate.hits import ExternalHit
 from ..evaluate.match import HitMatcher, MatchOptions, hits_to_ranking
 from ..evaluate.run import read_rankings
+from .sample import PoolSample, draw_sample
 
 __all__ = ["Hole", "PoolQuestion", "Pool", "pool_runs", "read_pool_sources", "read_pool_file"]
 
@@ -77,6 +83,7 @@ class Pool:
     questions: tuple[PoolQuestion, ...]
     unmatched: int = 0  # hits in the pooled top depth that match nothing in the corpus (never holes)
     written: str | None = None  # the JSON Lines file pool_runs wrote, if any
+    sample: PoolSample | None = None  # the holes drawn to judge (pool_runs(sample=N)), if any
 
     def __str__(self) -> str:
         return self.summary()
@@ -91,7 +98,17 @@ class Pool:
             os.makedirs(parent, exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
             for q in self.questions:
-                f.write(json.dumps(q.to_dict(self.depth), ensure_ascii=False) + "\n")
+                f.write(json.dumps(self._line(q), ensure_ascii=False) + "\n")
+
+    def _line(self, q: PoolQuestion) -> dict[str, Any]:
+        line = q.to_dict(self.depth)
+        if self.sample is not None:
+            drawn = {h.anchor: h for h in self.sample.by_question().get(q.id, [])}
+            line["sample"] = self.sample.to_dict()
+            for h in line["holes"]:
+                s = drawn[h["anchor"]]
+                h.update(rank=s.rank, stratum=s.stratum, pi=s.pi, sampled=s.sampled)
+        return line
 
     def summary(self) -> str:
         """Pool depth, runs, and per question the sections pooled and the holes; what ``ragtune pool`` prints."""
@@ -101,6 +118,8 @@ class Pool:
         width = max([len(q.id) for q in self.questions] + [2])
         lines += [f"  {q.id:<{width}}  pooled {q.pooled:>3}  judged {q.judged:>3}  holes {len(q.holes):>3}"
                   for q in self.questions]
+        if self.sample is not None:
+            lines.append(self.sample.summary())
         if self.unmatched:
             lines.append(f"{self.unmatched} hit(s) matched nothing in the corpus and were left out")
         if self.written is not None:
@@ -109,7 +128,8 @@ class Pool:
 
 
 def read_pool_file(path: str | os.PathLike[str]) -> list[tuple[str, list[str]]]:
-    """(question id, hole anchors best first) for each line of a pool file ``ragtune pool --out`` wrote."""
+    """(question id, hole anchors best first) for each line of a pool file ``ragtune pool --out`` wrote; the holes
+    of a sample (``--sample N``) that were drawn come first."""
     from ..corpus.loaders import iter_jsonl
 
     path = Path(path)
@@ -120,7 +140,9 @@ def read_pool_file(path: str | os.PathLike[str]) -> list[tuple[str, list[str]]]:
         if not isinstance(row, Mapping) or "id" not in row or not isinstance(row.get("holes"), list):
             raise ConfigError(f"{path}:{lineno}: not a pool line (expected {{\"id\", \"q\", \"holes\": [...]}} as "
                               "`ragtune pool` writes)")
-        out.append((str(row["id"]), [str(h["anchor"]) for h in row["holes"] if isinstance(h, Mapping) and h.get("anchor")]))
+        holes = [h for h in row["holes"] if isinstance(h, Mapping) and h.get("anchor")]
+        holes.sort(key=lambda h: not h.get("sampled"))  # stable: best rank first within each part
+        out.append((str(row["id"]), [str(h["anchor"]) for h in holes]))
     return out
 
 
@@ -169,11 +191,16 @@ def pool_runs(
     depth: Annotated[int, Opt("the top K of every run that is pooled", lo=1, metavar="K")] = 10,
     out: Annotated[str | None, Opt("write the pool as JSON Lines to FILE", metavar="FILE")] = None,
     options: MatchOptions | Mapping[str, Any] | None = None,
+    sample: Annotated[int | None, Opt("also draw N holes to judge, with known inclusion probabilities (stratified "
+                                      "by depth, rank-weighted), written into the pool file", lo=1,
+                                      metavar="N")] = None,
+    seed: Annotated[int, Opt("seed of the --sample draw (the same seed draws the same holes)")] = 0,
 ) -> Pool:
     """Pool the top ``depth`` of every run in ``sources`` (see :func:`read_pool_sources`): per golden question,
     the sections nobody judged, with which runs found each and at which rank. ``golden`` and ``corpus`` are
     loaded when given as paths; ``options`` say how the runs' hits match the corpus
-    (:class:`~ragtune.evaluate.match.MatchOptions`); ``out`` writes the pool as JSON Lines."""
+    (:class:`~ragtune.evaluate.match.MatchOptions`); ``out`` writes the pool as JSON Lines. ``sample`` draws that
+    many holes to judge (:func:`~ragtune.judgments.sample.draw_sample`, reproducible from ``seed``)."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ConfigError(f"pool depth must be a whole number >= 1 (the top k of each run), got {depth!r}")
     if not isinstance(golden, GoldenSet):
@@ -211,7 +238,9 @@ def pool_runs(
         found = [Hole(a, docs[a], _title(corpus, a), tuple(by.items())) for a, by in holes.items()]
         found.sort(key=lambda h: (h.best_rank, -len(h.found_by), h.anchor))
         questions.append(PoolQuestion(item.id, item.q, len(pooled), len(judged_anchors & pooled), tuple(found)))
-    pool = Pool(depth, tuple(runs), tuple(questions), unmatched, None if out is None else str(out))
+    drawn = None if sample is None else draw_sample(
+        {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in questions}, sample, seed=seed)
+    pool = Pool(depth, tuple(runs), tuple(questions), unmatched, None if out is None else str(out), drawn)
     if out is not None:
         pool.to_jsonl(out)
     return pool

@@ -1,0 +1,244 @@
+"""Metrics estimated from a judged sample of a pool, with 95% confidence intervals (``eval --pool-sample FILE``).
+
+A pool sample (:mod:`.sample`) drew holes with known inclusion probabilities :math:`\\pi_i = m_h / N_h` within
+each depth stratum :math:`h`. Once the drawn holes are judged, the share of relevant holes in the stratum is
+estimated by inverse-probability weighting, :math:`\\hat p_h = \\frac{1}{N_h} \\sum_{i \\in S_h} y_i / \\pi_i`
+(the Horvitz-Thompson total over the stratum's size; :math:`S_h` the judged draws, :math:`y_i` = 1 when judged
+relevant; a drawn hole nobody judged yet is left out, :math:`m_h` counting the judged ones: missing at random).
+Each hole's relevance is then known (judged, drawn or not) or expected at its stratum's rate
+(:func:`hole_relevance`), as infAP infers the unsampled documents, and per question, with :math:`B` relevant
+anchors judged before the pool (not holes), :math:`p_i` each hole's relevance:
+
+- recall@k :math:`= (A_k + \\sum_{i \\in top k} p_i) / (B + \\sum_i p_i)`, :math:`A_k` of the :math:`B` covered
+  in the top k;
+- precision@k :math:`= (F_k + \\sum_i p_i m_{ik}) / k`, :math:`F_k` the top-k ranks covering one of the :math:`B`,
+  :math:`m_{ik}` the top-k ranks whose chunk is hole :math:`i`.
+
+The interval is the estimate :math:`\\pm 1.96` standard errors, the variance by linearisation: with
+:math:`d_i` the slope of the mean in unjudged hole :math:`i`'s relevance,
+:math:`\\widehat{Var} = \\sum_h (\\sum_{i \\in h} d_i)^2 Var(\\hat p_h) + \\sum_h \\tilde p_h (1 - \\tilde p_h)
+\\sum_{i \\in h} d_i^2`: the uncertainty of the stratum rate (without replacement, :math:`(1 - m_h/N_h)
+\\tilde p_h (1 - \\tilde p_h) / m_h`) and the spread of the unjudged holes around it, with the smoothed rate
+:math:`\\tilde p_h = (x_h + 0.5) / (m_h + 1)` so that a stratum whose draws were all not relevant is not
+taken as certain. It aims at the figure full judgments of the pool would give for this run on these questions
+(the questions are fixed; ``bench/sampled.py`` measures how often it covers it). nDCG is not estimated (its ideal
+ranking depends on every unknown grade at once): eval's judged-only figure and its upper bound stay its range.
+
+:func:`hole_relevance` gives, per question and hole, the probability a hole is relevant (1 or 0 once judged, its
+stratum's rate otherwise), for ordering what to judge next.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..errors import ConfigError
+from ..evaluate.evaluate import EvalResult
+from ..golden import GoldenItem, GoldenSet
+from .sample import PoolSample, SampledHole
+
+__all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", "Z95"]
+
+Z95 = 1.959963984540054
+ESTIMATED = ("recall", "precision")
+
+
+@dataclass(frozen=True)
+class Interval:
+    """One metric estimated from the sample: eval's judged-only figure, the estimate and its 95% interval, and the
+    worst and best cases (every unjudged hit not relevant, or relevant: eval's bounds; None where eval has none)."""
+
+    metric: str
+    judged: float
+    estimate: float
+    low: float
+    high: float
+    worst: float | None = None
+    best: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "judged_only": self.judged, "estimate": self.estimate, "ci95": [self.low, self.high],
+                "worst": self.worst, "best": self.best}
+
+
+@dataclass(frozen=True)
+class SampledEstimate:
+    """The metrics of one run estimated from a judged pool sample (:func:`estimate_metrics`)."""
+
+    intervals: tuple[Interval, ...]
+    questions: int  # answerable questions estimated over
+    drawn: int  # holes drawn for these questions
+    judged: int  # of them, judged
+    outside: int  # unjudged hits in the top k that are not holes of the pool (counted as not relevant)
+
+    def __getitem__(self, metric: str) -> Interval:
+        for i in self.intervals:
+            if i.metric == metric:
+                return i
+        raise KeyError(metric)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"questions": self.questions, "drawn": self.drawn, "judged": self.judged, "outside_pool": self.outside,
+                "metrics": {i.metric: i.to_dict() for i in self.intervals}}
+
+    def summary(self) -> str:
+        """The lines eval prints: per metric the judged-only figure, the estimate with its 95% interval, the bounds."""
+        lines = [f"estimated from the pool sample ({self.judged} of {self.drawn} drawn holes judged, {self.questions} "
+                 "questions; 95% intervals):"]
+        width = max(len(i.metric) for i in self.intervals) if self.intervals else 0
+        for i in self.intervals:
+            bounds = "" if i.worst is None or i.best is None else f"   worst..best {i.worst:.3f}..{i.best:.3f}"
+            lines.append(f"  {i.metric:<{width}}  judged-only {i.judged:.3f}   estimate {i.estimate:.3f} "
+                         f"[{i.low:.3f}, {i.high:.3f}]{bounds}")
+        if self.judged < self.drawn:
+            lines.append(f"  {self.drawn - self.judged} drawn hole(s) not judged yet: judge them for a narrower "
+                         "interval")
+        if self.outside:
+            lines.append(f"  {self.outside} unjudged hit(s) in the top k are not in the pool (not pooled runs): "
+                         "counted as not relevant")
+        return "\n".join(lines)
+
+
+def _by_id(golden: GoldenSet) -> dict[str, GoldenItem]:
+    return {i.id: i for i in golden}
+
+
+def _judged_draws(sample: PoolSample, items: Mapping[str, GoldenItem]) -> tuple[list[tuple[SampledHole, float]],
+                                                                                  dict[str, tuple[int, int]]]:
+    """The drawn holes that were judged, with y (1 relevant, 0 not), and per stratum (N_h, m_h)."""
+    sizes: dict[str, int] = {}
+    for h in sample.holes:
+        sizes[h.stratum] = sizes.get(h.stratum, 0) + 1
+    draws = []
+    for h in sample.holes:
+        item = items.get(h.question)
+        if h.sampled and item is not None and h.anchor in item.judged_anchors:
+            draws.append((h, 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0))
+    judged: dict[str, int] = {}
+    for h, _ in draws:
+        judged[h.stratum] = judged.get(h.stratum, 0) + 1
+    return draws, {s: (n, judged.get(s, 0)) for s, n in sizes.items()}
+
+
+def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str, float]]:
+    """Question id -> hole anchor -> the estimated probability that the hole is relevant: 1.0 or 0.0 once judged
+    (drawn or not), otherwise its depth stratum's rate, the share of the stratum's judged draws found relevant
+    (over all questions; the rate of all judged draws where the stratum has none judged, 0.0 with none at all)."""
+    items = _by_id(golden)
+    draws, _ = _judged_draws(sample, items)
+    hits: dict[str, list[float]] = {}
+    for h, y in draws:
+        hits.setdefault(h.stratum, []).append(y)
+    overall = float(np.mean([y for _, y in draws])) if draws else 0.0
+    out: dict[str, dict[str, float]] = {}
+    for h in sample.holes:
+        item = items.get(h.question)
+        if item is not None and h.anchor in item.judged_anchors:
+            p = 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0
+        else:
+            p = float(np.mean(hits[h.stratum])) if h.stratum in hits else overall
+        out.setdefault(h.question, {})[h.anchor] = p
+    return out
+
+
+def estimate_metrics(result: EvalResult, golden: GoldenSet, sample: PoolSample, *,
+                     ks: Sequence[int] | None = None, z: float = Z95) -> SampledEstimate:
+    """Estimate recall@k and precision@k of ``result`` (an eval over ``golden`` after the drawn holes of
+    ``sample`` were judged) with ``z``-standard-error intervals (95% by default); see the module docstring."""
+    ks = tuple(ks or result.ks)
+    if any(k > max(result.ks) for k in ks):
+        raise ConfigError(f"k {max(ks)} is deeper than the evaluation kept ({max(result.ks)}); evaluate with it")
+    items = _by_id(golden)
+    draws, strata = _judged_draws(sample, items)
+    rate = _rates(draws)
+    prob = hole_relevance(sample, golden)
+    holes = sample.by_question()
+    questions = [q for q in result.questions if q.answerable and q.id in items]
+    if not questions:
+        raise ConfigError("no answerable question to estimate over: the golden set and the evaluation share none")
+    n_q = len(questions)
+    outside = 0
+    est: dict[str, float] = {}
+    grad: dict[str, dict[str, float]] = {}  # metric -> stratum -> d(mean) / d(stratum rate)
+    squares: dict[str, dict[str, float]] = {}  # metric -> stratum -> sum of (d(mean) / d(y_i))^2 over unjudged holes
+    for q in questions:
+        mine = holes.get(q.id, [])
+        pool = {h.anchor for h in mine}
+        item = items[q.id]
+        base = [a for a in q.relevant if a not in pool]
+        top = [(r.get("anchor"), bool(r.get("relevant")), bool(r.get("judged"))) for r in q.retrieved]
+        outside += sum(1 for a, _, j in top if not j and a not in pool)
+        first = {}
+        for r, (a, _, _) in enumerate(top, start=1):
+            first.setdefault(a, r)
+        p = {h.anchor: prob[q.id][h.anchor] for h in mine}
+        unknown = {h.anchor: h.stratum for h in mine if h.anchor not in item.judged_anchors}
+        den = len(base) + sum(p.values())
+        for k in ks:
+            covered = {h.anchor for h in mine if (q.anchor_ranks.get(h.anchor) or first.get(h.anchor) or math.inf) <= k}
+            num = sum(1 for a in base if (q.anchor_ranks.get(a) or math.inf) <= k) + sum(p[a] for a in covered)
+            _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q,
+                 [(s, ((a in covered) / den - num / den**2) if den else 0.0) for a, s in unknown.items()])
+            counts = {a: sum(1 for b, _, _ in top[:k] if b == a) for a in pool}
+            f_k = sum(1 for a, rel, _ in top[:k] if rel and a not in pool)
+            _add(est, grad, squares, f"precision@{k}", (f_k + sum(p[a] * counts[a] for a in pool)) / k, n_q,
+                 [(s, counts[a] / k) for a, s in unknown.items()])
+    intervals = []
+    for name in ESTIMATED:
+        for k in ks:
+            key = f"{name}@{k}"
+            se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s] * _spread(rate.get(s))
+                               for s, g in grad.get(key, {}).items()))
+            upper = result.metrics.get(f"{name}_upper@{k}")
+            intervals.append(Interval(key, float(result.metrics.get(key, math.nan)), est[key], est[key] - z * se,
+                                      est[key] + z * se, float(result.metrics[key]) if upper is not None else None,
+                                      None if upper is None else float(upper)))
+    drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
+    judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
+    return SampledEstimate(tuple(intervals), n_q, drawn, judged, outside)
+
+
+def _add(est: dict[str, float], grad: dict[str, dict[str, float]], squares: dict[str, dict[str, float]], key: str,
+         value: float, n_q: int, slopes: list[tuple[str, float]]) -> None:
+    """Add one question's value to the mean of ``key``, and its slope in each unjudged hole's relevance (summed per
+    stratum, and squared)."""
+    est[key] = est.get(key, 0.0) + value / n_q
+    g, sq = grad.setdefault(key, {}), squares.setdefault(key, {})
+    for s, d in slopes:
+        g[s] = g.get(s, 0.0) + d / n_q
+        sq[s] = sq.get(s, 0.0) + (d / n_q) ** 2
+
+
+def _spread(xm: tuple[float, int] | None) -> float:
+    """p (1 - p) of a stratum's smoothed rate: how much one unjudged hole's relevance varies around it."""
+    x, m = xm or (0.0, 0)
+    p = (x + 0.5) / (m + 1)
+    return p * (1 - p)
+
+
+def _rates(draws: list[tuple[SampledHole, float]]) -> dict[str, tuple[float, int]]:
+    """Stratum -> (relevant judged draws, judged draws)."""
+    out: dict[str, tuple[float, int]] = {}
+    for h, y in draws:
+        x, m = out.get(h.stratum, (0.0, 0))
+        out[h.stratum] = (x + y, m + 1)
+    return out
+
+
+def _rate_variance(xm: tuple[float, int] | None, nm: tuple[int, int]) -> float:
+    """Variance of a stratum's rate estimated from ``m`` judged draws of its ``N`` holes, without replacement. The
+    rate in the variance is smoothed, ``(x + 0.5) / (m + 1)``, so a stratum whose draws were all not relevant
+    (or all relevant) still says how unsure it is; a stratum with no judged draw counts as rate 0.5 from one."""
+    n, _ = nm
+    x, m = xm or (0.0, 0)
+    p = (x + 0.5) / (m + 1)
+    if m == 0:
+        return 0.25
+    return max(0.0, 1 - m / n) * p * (1 - p) / m
+
+
