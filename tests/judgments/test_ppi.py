@@ -1,0 +1,102 @@
+"""Prediction-powered inference: unbiased and covering under a biased judge, narrower with a better judge, the
+formula by hand, and which questions count as judged by people."""
+
+import math
+
+import numpy as np
+import pytest
+
+from ragtune import GoldenItem, GoldenSet
+from ragtune.errors import ConfigError
+from ragtune.golden import Judgment
+from ragtune.judgments.ppi import people_subset, ppi_mean, ppi_scores, t_quantile
+
+
+def _truth(rng, questions=200, k=5):
+    """Relevant or not for each of the top k hits of each question (the people's labels, all of them)."""
+    return rng.random((questions, k)) < rng.beta(1.0, 3.0, questions)[:, None]
+
+
+def _judge(rng, truth, false_positive, false_negative):
+    """A judge that calls a non-relevant hit relevant with probability ``false_positive`` and misses a relevant
+    one with probability ``false_negative``."""
+    flip = np.where(truth, rng.random(truth.shape) < false_negative, rng.random(truth.shape) < false_positive)
+    return truth ^ flip
+
+
+def _draws(seed, truth, fp, fn, n, draws, lam=None):
+    rng = np.random.default_rng(seed)
+    y = truth.mean(axis=1)  # precision@k under the people's labels
+    out = []
+    for _ in range(draws):
+        f = _judge(rng, truth, fp, fn).mean(axis=1)
+        people = np.full(y.size, np.nan)
+        subset = rng.choice(y.size, n, replace=False)
+        people[subset] = y[subset]
+        out.append(ppi_mean(f, people, metric="precision@5", lam=lam))
+    return y.mean(), out
+
+
+@pytest.mark.parametrize("lam", [None, 1.0], ids=["ppi++", "ppi"])
+def test_ppi_is_unbiased_and_covers_where_a_judge_biased_toward_relevant_misses(lam):
+    truth = _truth(np.random.default_rng(1))
+    target, runs = _draws(2, truth, 0.25, 0.10, 40, 300, lam)
+    estimates = np.array([r.estimate for r in runs])
+    spread = estimates.std(ddof=1) / math.sqrt(len(estimates))
+    assert abs(estimates.mean() - target) < 4 * spread  # unbiased: the judge's bias cancels
+    assert np.mean([r.covers(target) for r in runs]) >= 0.92
+    naive = np.array([r.naive for r in runs])
+    assert naive.mean() - target > 0.1  # the judge calls too much relevant: its figure is far too high
+    assert np.mean([r.naive_low <= target <= r.naive_high for r in runs]) < 0.05
+
+
+def test_interval_narrows_as_the_judge_gets_better():
+    truth = _truth(np.random.default_rng(3))
+    widths = []
+    for fp, fn in ((0.40, 0.30), (0.25, 0.10), (0.05, 0.02), (0.0, 0.0)):
+        _, runs = _draws(4, truth, fp, fn, 40, 60)
+        widths.append(np.mean([r.width for r in runs]))
+    classical = np.mean([r.classical_high - r.classical_low for r in runs])
+    assert widths == sorted(widths, reverse=True) and widths[0] > widths[-1] * 1.5, widths
+    # a judge that agrees with the people on everything gives the precision of N people-judged questions
+    assert widths[-1] < classical * 0.6
+    assert all(r.lam == pytest.approx(1.0) for r in runs)
+
+
+def test_the_formula_by_hand():
+    f = np.array([0.2, 0.6, 0.4, 1.0, 0.0, 0.8, 0.4, 0.6])
+    y = np.array([0.0, 0.6, 0.2, 1.0, np.nan, np.nan, np.nan, np.nan])
+    e = ppi_mean(f, y, lam=1.0)
+    fl, yl = f[:4], y[:4]
+    assert e.estimate == pytest.approx(f.mean() + (yl - fl).mean())
+    var = np.var(yl - fl, ddof=1) / 4 + (2 * np.cov(fl, yl)[0, 1] - np.var(fl, ddof=1)) / 8
+    assert e.high - e.estimate == pytest.approx(t_quantile(0.95, 3) * math.sqrt(var))
+    assert (e.n, e.N, e.naive, e.classical) == (4, 8, pytest.approx(f.mean()), pytest.approx(yl.mean()))
+    tuned = ppi_mean(f, y)
+    assert tuned.lam == pytest.approx(min(1.0, np.cov(fl, yl)[0, 1] / np.var(fl, ddof=1)))
+    assert t_quantile(0.95, 19) == pytest.approx(2.093024, abs=1e-6)  # Student t, 19 degrees of freedom
+
+
+def test_too_few_people_or_a_missing_judge_value_is_one_clear_error():
+    with pytest.raises(ConfigError, match="at least 3 questions whose holes people judged, got 2"):
+        ppi_mean([0.1, 0.2, 0.3], [0.1, 0.2, np.nan])
+    with pytest.raises(ConfigError, match="every question needs the judge's value"):
+        ppi_mean([0.1, np.nan, 0.3], [0.1, 0.2, 0.3])
+    with pytest.raises(ConfigError, match="lam must lie in"):
+        ppi_mean([0.1, 0.2, 0.3], [0.1, 0.2, 0.3], lam=2.0)
+    with pytest.raises(ConfigError, match="metric 'ndcg@3' is not among the scores"):
+        ppi_scores({"q1": {"recall@5": 1.0}}, {}, ["ndcg@3"])
+
+
+def test_people_subset_counts_a_question_only_when_people_judged_every_hole_the_llm_labelled():
+    llm = [Judgment("a.md#x", 1.0, "llm:m"), Judgment("a.md#y", 0.0, "llm:m")]
+    judged = GoldenSet([
+        GoldenItem("q1", "one", {"a.md#r": 1.0, "a.md#x": 1.0}, judged={"a.md#y": 0.0}, judgments=tuple(llm)),
+        GoldenItem("q2", "two", {"a.md#r": 1.0, "a.md#x": 1.0}, judged={"a.md#y": 0.0}, judgments=tuple(llm)),
+        GoldenItem("q3", "three", {"a.md#r": 1.0})])
+    people = GoldenSet([
+        GoldenItem("q1", "one", {"a.md#r": 1.0}, judged={"a.md#x": 0.0, "a.md#y": 0.0},
+                   judgments=(Judgment("a.md#x", 0.0, "ana"), Judgment("a.md#y", 0.0, "ana"))),
+        GoldenItem("q2", "two", {"a.md#r": 1.0}, judged={"a.md#x": 0.0}),  # a.md#y: no person judged it
+        GoldenItem("q3", "three", {"a.md#r": 1.0})])
+    assert people_subset(judged, people) == (["q1", "q3"], ["q2"])
