@@ -1,6 +1,7 @@
 """Pools: the unjudged sections in the union of several runs' top k."""
 
 import json
+import re
 
 import pytest
 
@@ -89,3 +90,49 @@ def test_the_command_prints_depth_and_holes_and_writes_jsonl(md_corpus, tmp_path
     text = capsys.readouterr().out
     assert "pool depth 3 over 2 run(s)" in text and f"wrote {out}" in text
     assert len(out.read_text().splitlines()) == 2
+
+
+def test_pool_sample_writes_each_holes_inclusion_probability_and_draws_the_same_again(md_corpus, tmp_path, capsys):
+    a, b = two_runs(tmp_path)
+    golden = write_jsonl(tmp_path / "g.jsonl", GOLDEN)
+    out = tmp_path / "pool.jsonl"
+    args = ["pool", str(a), str(b), "--golden", str(golden), "--corpus", str(md_corpus), "--depth", "3",
+            "--sample", "3", "--seed", "5", "--out", str(out)]
+    assert main(args) == 0
+    assert "sampled 3 of 5 holes (seed 5; best rank: 1: 1 of 1, 2-3: 2 of 4)" in capsys.readouterr().out
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    holes = [h for r in rows for h in r["holes"]]
+    assert rows[0]["sample"]["n"] == 3 and rows[0]["sample"]["seed"] == 5
+    assert sum(h["pi"] for h in holes) == pytest.approx(3.0) and sum(h["sampled"] for h in holes) == 3
+    assert {(h["stratum"], h["pi"]) for h in holes} == {("1", 1.0), ("2-3", 0.5)}
+    first = out.read_text()
+    assert main(args) == 0 and out.read_text() == first  # the same seed draws the same holes
+    from ragtune.judgments.pool import read_pool_file
+
+    for (_, anchors), row in zip(read_pool_file(out), rows):  # the drawn holes come first
+        drawn = [h["anchor"] for h in row["holes"] if h["sampled"]]
+        assert anchors[:len(drawn)] == drawn
+
+
+def test_eval_shows_the_estimate_and_its_interval_beside_the_judged_only_figure(md_corpus, tmp_path, capsys):
+    a, b = two_runs(tmp_path)
+    golden = write_jsonl(tmp_path / "g.jsonl", GOLDEN)
+    out = tmp_path / "pool.jsonl"
+    pool = pool_runs([a, b], golden, md_corpus, depth=3, out=out, sample=3, seed=5)
+    rows = [dict(r) for r in GOLDEN]
+    for row in rows:  # judge the drawn holes: the first relevant, the others not
+        drawn = [h.anchor for h in pool.sample.holes if h.sampled and h.question == row["id"]]
+        row["relevant"] = [*row["relevant"], *drawn[:1]]
+        row["judged"] = {**row.get("judged", {}), **{d: 0 for d in drawn[1:]}}
+    judged = write_jsonl(tmp_path / "judged.jsonl", rows)
+    args = ["eval", "--run", str(a), "--golden", str(judged), "--corpus", str(md_corpus), "-k", "3",
+            "--pool-sample", str(out)]
+    assert main(args) == 0
+    text = capsys.readouterr().out
+    assert "estimated from the pool sample (3 of 3 drawn holes judged, 2 questions; 95% intervals):" in text
+    assert re.search(r"recall@3 +judged-only 0\.750 +estimate 0\.\d+ \[0\.\d+, 0\.\d+\] +worst\.\.best 0\.750\.\.", text)
+    assert main([*args, "--json"]) == 0
+    est = json.loads(capsys.readouterr().out)["estimate"]["metrics"]
+    low, high = est["recall@3"]["ci95"]
+    assert low <= est["recall@3"]["estimate"] <= high and est["precision@3"]["judged_only"] is not None
+    assert est["recall@3"]["worst"] is not None and est["recall@3"]["best"] >= est["recall@3"]["worst"]

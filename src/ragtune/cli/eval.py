@@ -69,9 +69,21 @@ def check_gate_pipeline(gate, pipeline) -> None:
                           "the options it was fitted with, or refit it with ragtune calibrate --learned FILE")
 
 
+def _estimated(args, data, text) -> tuple[dict, str]:
+    """--pool-sample FILE: recall and precision estimated from the judged draws of a pool sample, 95% intervals."""
+    from ..judgments.estimate import estimate_metrics
+    from ..judgments.sample import read_pool_sample
+
+    est = estimate_metrics(data, load_golden(args.golden, split=args.split, labels=args.labels),
+                           read_pool_sample(args.pool_sample))
+    return {**data, "estimate": est.to_dict()}, f"{text}\n{est.summary()}"
+
+
 def _emit_gated(args, data, text) -> int:
     """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop). A baseline
     that is a run file is scored as eval --run would: golden set, corpus and matching options."""
+    if getattr(args, "pool_sample", None):
+        data, text = _estimated(args, data, text)
     from ..external.files import gate_inputs
 
     inputs = gate_inputs(None if args.update_baseline else args.baseline, args.golden, split=args.split,
@@ -132,6 +144,8 @@ def add(sub) -> None:
     p.add_argument("--budget-ms", type=float_in(1.0, 1e7), default=300.0, dest="budget_ms",
                    help="with several --candidates: the rerank p95 the verdict may spend (default 300)")
     p.add_argument("--failures", type=int_in(0, 10_000), default=5, help="worst failures to print (default 5)")
+    p.add_argument("--pool-sample", metavar="FILE", help="a pool file with a judged sample (ragtune pool --sample N): "
+                   "also estimate recall@k and precision@k from it, with 95%% intervals")
     a = p.add_argument_group("answers")
     a.add_argument("--answers", action="store_true", help="also generate and judge answers for every question")
     add_flags(a, answer_golden)

@@ -33,6 +33,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -146,19 +147,35 @@ def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str,
     return out
 
 
-def estimate_metrics(result: EvalResult, golden: GoldenSet, sample: PoolSample, *,
+def _read_result(result: EvalResult | Mapping[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[int, ...]]:
+    """(questions, mean metrics, ks) of an :class:`EvalResult` or of its ``to_dict()`` (an ``eval --json`` file)."""
+    if isinstance(result, EvalResult):
+        return list(result.questions), dict(result.metrics), tuple(result.ks)
+    try:
+        questions = [SimpleNamespace(id=str(q["id"]), answerable=bool(q["answerable"]), relevant=dict(q["relevant"]),
+                                     anchor_ranks=dict(q["anchor_ranks"]), retrieved=list(q["retrieved"]))
+                     for q in result["questions"]]
+        return questions, dict(result["metrics"]), tuple(int(k) for k in result["config"]["ks"])
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError("not an evaluation result: expected what `ragtune eval --json` writes (config.ks, "
+                          "metrics, questions with relevant, anchor_ranks and retrieved)") from None
+
+
+def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, sample: PoolSample, *,
                      ks: Sequence[int] | None = None, z: float = Z95) -> SampledEstimate:
     """Estimate recall@k and precision@k of ``result`` (an eval over ``golden`` after the drawn holes of
-    ``sample`` were judged) with ``z``-standard-error intervals (95% by default); see the module docstring."""
-    ks = tuple(ks or result.ks)
-    if any(k > max(result.ks) for k in ks):
-        raise ConfigError(f"k {max(ks)} is deeper than the evaluation kept ({max(result.ks)}); evaluate with it")
+    ``sample`` were judged: an :class:`EvalResult` or its ``to_dict()``) with ``z``-standard-error intervals (95%
+    by default); see the module docstring."""
+    questions_all, metrics, result_ks = _read_result(result)
+    ks = tuple(ks or result_ks)
+    if any(k > max(result_ks) for k in ks):
+        raise ConfigError(f"k {max(ks)} is deeper than the evaluation kept ({max(result_ks)}); evaluate with it")
     items = _by_id(golden)
     draws, strata = _judged_draws(sample, items)
     rate = _rates(draws)
     prob = hole_relevance(sample, golden)
     holes = sample.by_question()
-    questions = [q for q in result.questions if q.answerable and q.id in items]
+    questions = [q for q in questions_all if q.answerable and q.id in items]
     if not questions:
         raise ConfigError("no answerable question to estimate over: the golden set and the evaluation share none")
     n_q = len(questions)
@@ -194,10 +211,10 @@ def estimate_metrics(result: EvalResult, golden: GoldenSet, sample: PoolSample, 
             key = f"{name}@{k}"
             se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s] * _spread(rate.get(s))
                                for s, g in grad.get(key, {}).items()))
-            upper = result.metrics.get(f"{name}_upper@{k}")
-            intervals.append(Interval(key, float(result.metrics.get(key, math.nan)), est[key], est[key] - z * se,
-                                      est[key] + z * se, float(result.metrics[key]) if upper is not None else None,
-                                      None if upper is None else float(upper)))
+            upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
+            judged = math.nan if judged is None else float(judged)
+            intervals.append(Interval(key, judged, est[key], est[key] - z * se, est[key] + z * se,
+                                      judged if upper is not None else None, None if upper is None else float(upper)))
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
     return SampledEstimate(tuple(intervals), n_q, drawn, judged, outside)
