@@ -148,20 +148,35 @@ class SweepResult:
         return upper if self.records and not math.isnan(self.value(self.records[0], upper)) else None
 
     def unsettled(self) -> set[str]:
-        """Keys of configurations whose rank could change once the unjudged sections they retrieved are judged:
-        one ranked below another whose figure its upper bound passes, or one ranked above another whose upper
-        bound passes its own figure (bounds as in :meth:`upper_metric`). Empty when the metric has no bound or
-        every hit was judged."""
+        """Keys of configurations against which the decision could change at 95% confidence once the unjudged
+        sections are judged (marked ``~``): each unjudged hit is drawn relevant with its estimated probability
+        (1,000 seeded draws; :func:`ragtune.judgments.decide.depth_rates`), and the configuration is significantly
+        better than the recommended one (:meth:`recommended`; the bootstrap over questions) in more than 5% and
+        fewer than 95% of the draws (:class:`ragtune.judgments.decide.DecisionModel`). For a metric the model does
+        not cover (nDCG, MAP, R-precision): those whose rank could change, one ranked below another whose figure its
+        upper bound passes, or above another whose upper bound passes its own (:meth:`upper_metric`). Empty when
+        the metric has no bound or every hit was judged."""
+        from ..judgments.decide import decision_model
+
+        cached = self.__dict__.get("_unsettled")
+        if cached is not None and cached[0] == len(self.records):
+            return set(cached[2])
         upper = self.upper_metric()
-        if upper is None or _lower_better(self.metric):
-            return set()
-        rows = [(r["key"], self.value(r), self.value(r, upper)) for r in self.records]
-        out = set()
-        for key, v, u in rows:
-            for other, v2, u2 in rows:
-                if other != key and ((v2 >= v and u > v2) or (v2 <= v and u2 > v)):
-                    out.add(key)
-                    break
+        model = None
+        if upper is not None and not _lower_better(self.metric) and len(self.records) > 1:
+            model = decision_model(self.records, self.metric, seed=self.grid.seed, confidence=CONFIDENCE,
+                                   resamples=min(self.grid.samples, 1000))
+        out: set[str] = set()
+        if model is not None:
+            out = set(model.could_change(self.recommended()["key"]))
+        elif upper is not None and not _lower_better(self.metric):
+            rows = [(r["key"], self.value(r), self.value(r, upper)) for r in self.records]
+            for key, v, u in rows:
+                for other, v2, u2 in rows:
+                    if other != key and ((v2 >= v and u > v2) or (v2 <= v and u2 > v)):
+                        out.add(key)
+                        break
+        self.__dict__["_unsettled"] = (len(self.records), model is not None, frozenset(out))
         return out
 
     def interval_note(self) -> str | None:
@@ -171,15 +186,25 @@ class SweepResult:
                              correction="holm", alpha=ALPHA, p_label="the Holm-corrected p")
 
     def judged_note(self) -> str | None:
-        """One line on how much of the top 10 was judged, and which configurations the holes could reorder."""
+        """One line on how much of the top 10 was judged, and what the ``~`` marks say (:meth:`unsettled`)."""
         judged = [self.value(r, "judged@10") for r in self.records]
         if not judged or any(math.isnan(j) for j in judged):
             return None
         moved = self.unsettled()
+        decided = self.__dict__["_unsettled"][1]  # the decision model ran (else the bounds rule)
         head = f"judged@10 {min(judged):.2f} to {max(judged):.2f} across configurations"
+        if min(judged) >= 1.0:
+            return head + ": every top-10 hit has a judgment"
+        if decided:
+            if not moved:
+                return (f"{head}; the unjudged hits cannot change the recommendation at {CONFIDENCE:.0%} confidence "
+                        f"(each drawn relevant with its estimated chance)")
+            return (f"{head}; ~ marks the {len(moved)} configuration(s) that the unjudged hits, each drawn relevant "
+                    f"with its estimated chance, make significantly better than the recommended one in 5-95% of "
+                    f"draws: the decision could change at {CONFIDENCE:.0%} confidence (`ragtune pool --order "
+                    "decides` lists what to judge first)")
         if not moved:
-            return head + (": every top-10 hit has a judgment" if min(judged) >= 1.0 else
-                           f"; the unjudged hits cannot reorder the ranking by {self.metric}")
+            return head + f"; the unjudged hits cannot reorder the ranking by {self.metric}"
         return (f"{head}; ~ marks the {len(moved)} configuration(s) whose rank by {self.metric} could change once "
                 f"the unjudged sections they retrieved are judged (`ragtune pool` lists them)")
 

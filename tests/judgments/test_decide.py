@@ -1,0 +1,111 @@
+"""Judge what decides (issue 40, item 3): the ``~`` mark means the decision could change at 95% confidence, and
+the holes that could change it are listed first, with a stop line."""
+
+from ragtune.judgments.decide import DecisionModel, decision_model, depth_rates
+from ragtune.sweep import parse_grid, summarize
+from tests.helpers import SWEEP_GRID
+
+GRID = parse_grid(SWEEP_GRID)  # metric recall@1, seed 0
+BASE = GRID.baseline.key
+N = 30  # questions
+
+
+def question(i, hits):
+    """One answerable question with one relevant anchor; ``hits`` per rank: "rel" (the relevant anchor), "not"
+    (a section judged not relevant) or a hole's anchor (unjudged)."""
+    retrieved = [{"anchor": f"doc.md#answer{i}" if h == "rel" else f"doc.md#other{i}" if h == "not" else h,
+                  "relevant": h == "rel", "judged": h in ("rel", "not")} for h in hits]
+    first = next((r for r, h in enumerate(hits, start=1) if h == "rel"), None)
+    holes = {h for h in hits[:1] if h not in ("rel", "not")}
+    r1 = float(first == 1)
+    return {"id": f"q{i:02}", "q": f"question {i}", "answerable": True, "relevant": {f"doc.md#answer{i}": 1.0},
+            "first_hit_rank": first, "anchor_ranks": {f"doc.md#answer{i}": first}, "retrieved": retrieved,
+            "scores": {"recall@1": r1, "recall_upper@1": (r1 + len(holes)) / (1 + len(holes)), "recall@5": r1,
+                       "mrr": 0.0 if first is None else 1 / first, "ndcg@10": r1,
+                       "judged@10": sum(h in ("rel", "not") for h in hits) / 10, "context_tokens@1": 10.0}}
+
+
+def record(key, questions):
+    mean = lambda name: sum(q["scores"][name] for q in questions) / len(questions)  # noqa: E731
+    return {"key": key, "label": key, "spec": {"chunker": "fixed", "retriever": "bm25"},
+            "stats": {"latency_ms": {"p50": 1.0, "p95": 2.0}},
+            "result": {"metrics": {m: mean(m) for m in questions[0]["scores"]}, "questions": questions}}
+
+
+def deciding_sweep():
+    """The baseline finds the answer at rank 1 on q00-q14; b on those and q15-q17 (3 wins: not significant), and
+    ranks an unjudged section first on q18-q20, where the baseline ranks a judged miss: one of those three holes
+    judged relevant makes b significantly better. Holes at rank 2 of b on q15-q17 could only shrink its wins."""
+    base, b = [], []
+    for i in range(N):
+        base.append(question(i, ["rel", "not"] if i < 15 else ["not", "not"]))
+        if i < 15:
+            b.append(question(i, ["rel", "not"]))
+        elif i < 18:
+            b.append(question(i, ["rel", f"doc.md#late{i}"]))
+        elif i < 21:
+            b.append(question(i, [f"doc.md#decides{i}", "not"]))
+        else:
+            b.append(question(i, ["not", "not"]))
+    return [record(BASE, base), record("b", b)]
+
+
+def by_rank(question_id, anchor, rank):
+    return 0.5 if rank == 1 else 0.1
+
+
+def test_holes_that_cannot_change_the_recommendation_leave_no_mark():
+    # b misses 3 answers the baseline finds (q00-q02) and ranks an unjudged section first on 8 questions the
+    # baseline misses (q15-q22): its upper bound passes the baseline's figure (the old rule marked it), but with
+    # every hole relevant it gains 0.5 on 8 questions and still loses 1 on 3: never significantly better
+    base = [question(i, ["rel", "not"] if i < 15 else ["not", "not"]) for i in range(N)]
+    b = [question(i, ["not", "not"]) if i < 3 else question(i, [f"doc.md#hole{i}", "not"]) if 15 <= i < 23
+         else base[i] for i in range(N)]
+    res = summarize(GRID, [record(BASE, base), record("b", b)])
+    assert res.recommended()["key"] == BASE
+    assert res.value(res.records[1], "recall_upper@1") > res.value(res.records[0])  # the old rule marked both rows
+    assert res.unsettled() == set()
+    assert "~" not in "".join(line[2] for line in res.table().splitlines()[1:] if line[:2].strip().isdigit())
+    assert "the unjudged hits cannot change the recommendation at 95% confidence" in res.judged_note()
+
+
+def test_a_few_deciding_holes_mark_the_runner_up_and_come_first_with_the_stop_line_after_them():
+    records = deciding_sweep()
+    model = DecisionModel(records, "recall@1", probability=by_rank, seed=0)
+    assert set(model.could_change(BASE)) == {"b"}  # better in 1 - 0.5^3 = 87.5% of the draws
+    decides = model.decides(BASE, "b")
+    assert {h.anchor for h in decides.holes[:3]} == {f"doc.md#decides{i}" for i in (18, 19, 20)}
+    assert {h.anchor for h in decides.holes[3:]} == {f"doc.md#late{i}" for i in (15, 16, 17)}
+    assert decides.stop == 3 and not decides.settled
+    text = str(decides).splitlines()
+    assert text[4].startswith("---- stop: with these 3 judged the decision is settled at 95% confidence whatever "
+                              "the other 3 turn out to be")
+
+
+def test_a_settled_decision_has_nothing_to_judge():
+    records = deciding_sweep()
+    never = DecisionModel(records, "recall@1", probability=lambda q, a, r: 0.0, seed=0)
+    assert never.could_change(BASE) == {}
+    decides = never.decides(BASE, "b")
+    assert decides.settled and decides.stop == 0 and decides.holes == ()
+    assert str(decides).endswith("the decision is already settled at 95% confidence: nothing to judge")
+
+
+def test_the_same_seed_gives_the_same_marks_and_order():
+    records = deciding_sweep()
+    one = DecisionModel(records, "recall@1", probability=by_rank, seed=7).decides(BASE, "b")
+    two = DecisionModel(records, "recall@1", probability=by_rank, seed=7).decides(BASE, "b")
+    assert one == two and one.to_dict() == two.to_dict()
+
+
+def test_the_fallback_rate_by_depth_and_what_the_model_covers():
+    records = deciding_sweep()
+    p = depth_rates(records)
+    # no question has a hit judged not relevant among holes someone judged? here every "not" is such a hit, so the
+    # judged hits at rank 1 (relevant 33 of 42 judged) pull the prior (relevant 33 of 60 hits) up
+    assert 0.55 < p("q00", "x", 1) < 33 / 42 and p("q00", "x", 2) < p("q00", "x", 1)
+    assert decision_model(records, "ndcg@10") is None  # the bounds rule stays for metrics the model lacks
+    plain = [{**r, "result": {**r["result"], "questions": [{k: v for k, v in q.items() if k != "retrieved"}
+                                                          for q in r["result"]["questions"]]}} for r in records]
+    assert decision_model(plain, "recall@1") is None
+
