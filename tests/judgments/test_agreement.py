@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from ragtune import GoldenItem, GoldenSet
+from ragtune.golden import Judgment
 from ragtune.cli import main
 from ragtune.judgments.agreement import cohen_kappa, kendall_tau, label_agreement
 from tests.helpers import write_jsonl
@@ -172,3 +173,46 @@ def test_a_sweep_rescored_under_two_label_sets(tmp_path, md_corpus, capsys):
     assert s["kendall_tau"] == pytest.approx(scipy_stats.kendalltau([0.75, 0.75, 0.0], [1.0, 0.75, 0.25]).statistic)
     assert main(["golden", "agreement", str(a), str(b), "--sweep", str(sweep)]) != 0  # needs the corpus
     assert "needs the corpus" in capsys.readouterr().err
+
+
+def _pairs(counts, by_a="ana"):
+    """Golden sets A and B over one pair per question, from counts of (A's grade, B's grade); A's labels carry
+    a judgment record by ``by_a``."""
+    rows_a, rows_b = [], []
+    for (ga, gb), n in counts.items():
+        for _ in range(n):
+            qid = f"q{len(rows_a)}"
+            rows_a.append(GoldenItem(qid, "q?", relevant={"s": 1.0} if ga else {}, judged={} if ga else {"s": 0.0},
+                                     judgments=(Judgment("s", float(ga), by_a),)))
+            rows_b.append(GoldenItem(qid, "q?", relevant={"s": 1.0} if gb else {}, judged={} if gb else {"s": 0.0}))
+    return GoldenSet(rows_a), GoldenSet(rows_b)
+
+
+def test_kappa_comes_with_base_rates_prevalence_bias_and_pabak():
+    a, b = _pairs({(1, 1): 4, (0, 0): 30, (0, 1): 5, (1, 0): 1})
+    r = label_agreement(a, b, samples=300, seed=0)
+    assert (r.base_rate_a, r.base_rate_b) == (pytest.approx(5 / 40), pytest.approx(9 / 40))
+    assert r.prevalence_index == pytest.approx((4 - 30) / 40) and r.bias_index == pytest.approx((5 - 1) / 40)
+    assert r.pabak == pytest.approx(2 * 34 / 40 - 1)
+    assert r.base_rate_a_ci[0] <= r.base_rate_a <= r.base_rate_a_ci[1]
+    text = r.summary()
+    assert "relevant: A  0.12" in text and "B  0.23" in text and "PABAK 0.70" in text
+    assert "prevalence index -0.65, bias index 0.10" in text
+    d = r.to_dict()
+    assert d["pabak"] == pytest.approx(0.7) and d["base_rate_b"] == pytest.approx(9 / 40)
+    assert d["calibrated"] is False and "kappa's interval" in d["verdict"]  # kappa 0.53: not substantial
+
+
+def test_a_judge_is_never_called_calibrated_against_an_llms_labels():
+    counts = {(1, 1): 20, (0, 0): 38, (0, 1): 1, (1, 0): 1}
+    people = label_agreement(*_pairs(counts, by_a="ana"), samples=300)
+    assert people.calibrated and people.verdict.startswith("B is calibrated against A")
+    llm = label_agreement(*_pairs(counts, by_a="llm:gpt-4o-mini"), samples=300)
+    assert not llm.calibrated and llm.reference_llm == 60 and llm.kappa == people.kappa
+    assert "60 of 60 of A's labels on the pairs came from an LLM" in llm.verdict and llm.verdict in llm.summary()
+
+
+def test_a_judge_that_calls_too_much_relevant_is_not_calibrated():
+    r = label_agreement(*_pairs({(1, 1): 60, (0, 0): 120, (0, 1): 15, (1, 0): 0}), samples=500)
+    assert r.kappa_ci[0] >= 0.6 and r.difference_ci[0] > 0
+    assert not r.calibrated and "biased toward relevant" in r.verdict

@@ -15,8 +15,20 @@ figures.
   scikit-learn's ``cohen_kappa_score`` gives ``nan`` there too.
 - :func:`kendall_tau`: tau-b, :math:`(n_c - n_d) / \\sqrt{(n_0 - n_1)(n_0 - n_2)}`, ties counted as scipy's
   ``kendalltau`` counts them; ``nan`` when either side is all ties.
-- :func:`label_agreement` adds a percentile bootstrap 95% interval to each kappa, resampling questions (a
-  question's pairs stay together), ``samples`` draws with a fixed ``seed``; :func:`golden_agreement` reads the
+- kappa with its prevalence (Byrt, Bishop and Carlin 1993), since a kappa means little without it: each side's
+  base rate of "relevant" on the pairs (:math:`p_A`, :math:`p_B`, the share it calls relevant), the prevalence
+  index :math:`PI = (n_{11} - n_{00})/n` (both relevant minus both not), the bias index
+  :math:`BI = (n_{01} - n_{10})/n` (B relevant where A is not, minus the reverse: above 0, B calls more
+  relevant) and PABAK, the kappa with prevalence and bias adjusted, :math:`2 p_o - 1` (``p_o`` the raw
+  agreement). With few relevant pairs kappa is low even where the two agree on nearly every pair; PABAK and
+  the base rates say so.
+- the calibration verdict (:data:`KAPPA_CALIBRATED`, :data:`MIN_PAIRS`): B is called calibrated against A only
+  when A's labels on the pairs are a person's (no pair whose A label only an LLM gave, ``by: llm:<model>``: a
+  judge measured against another LLM's labels says nothing about people), on at least :data:`MIN_PAIRS` pairs,
+  with the lower end of kappa's interval at :data:`KAPPA_CALIBRATED` or above and the interval of
+  :math:`p_B - p_A` holding 0 (no detectable bias toward relevant or away from it).
+- :func:`label_agreement` adds a percentile bootstrap 95% interval to each kappa and base rate, resampling
+  questions (a question's pairs stay together), ``samples`` draws with a fixed ``seed``; :func:`golden_agreement` reads the
   files and, given a sweep folder, rescores every configuration's stored rankings (``runs/<key>.json``) under
   each label set and compares the two rankings by the sweep metric.
 """
@@ -27,7 +39,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -36,9 +48,12 @@ import numpy as np
 from ..config import Opt
 from ..errors import ConfigError, CorpusNotFoundError
 
-__all__ = ["Agreement", "SweepAgreement", "cohen_kappa", "kendall_tau", "label_agreement", "golden_agreement"]
+__all__ = ["Agreement", "SweepAgreement", "cohen_kappa", "kendall_tau", "label_agreement", "golden_agreement",
+           "calibration_verdict"]
 
 CONFIDENCE = 0.95
+KAPPA_CALIBRATED = 0.6  # the lower end of kappa's interval a calibrated judge reaches (substantial, Landis and Koch)
+MIN_PAIRS = 30  # pairs judged by both, at least, before a judge is called calibrated
 
 
 def _kappa_from(counts: np.ndarray, values: np.ndarray, weights: str | None) -> np.ndarray:
@@ -127,6 +142,17 @@ class Agreement:
     only: str | None = None  # the pool file restricting the pairs, if any
     sweep: SweepAgreement | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
+    base_rate_a: float = float("nan")  # share of pairs A calls relevant
+    base_rate_b: float = float("nan")
+    base_rate_a_ci: tuple[float, float] = (float("nan"), float("nan"))
+    base_rate_b_ci: tuple[float, float] = (float("nan"), float("nan"))
+    difference_ci: tuple[float, float] = (float("nan"), float("nan"))  # of base_rate_b - base_rate_a
+    prevalence_index: float = float("nan")  # (both relevant - both not) / pairs
+    bias_index: float = float("nan")  # (B relevant, A not - A relevant, B not) / pairs
+    pabak: float = float("nan")  # prevalence- and bias-adjusted kappa, 2 * raw - 1
+    reference_llm: int = 0  # pairs whose A label only an LLM gave
+    calibrated: bool = False
+    verdict: str = ""
 
     def __str__(self) -> str:
         return self.summary()
@@ -138,7 +164,13 @@ class Agreement:
              "weighted_kappa_ci": [_finite(x) for x in self.weighted_ci], "weights": "linear",
              "grades": [_number(g) for g in self.grades], "confusion": [list(r) for r in self.confusion],
              "confidence": CONFIDENCE, "samples": self.samples, "seed": self.seed, "pool": self.only,
-             "notes": list(self.notes)}
+             "notes": list(self.notes), "base_rate_a": _finite(self.base_rate_a),
+             "base_rate_b": _finite(self.base_rate_b), "base_rate_a_ci": [_finite(x) for x in self.base_rate_a_ci],
+             "base_rate_b_ci": [_finite(x) for x in self.base_rate_b_ci],
+             "base_rate_difference_ci": [_finite(x) for x in self.difference_ci],
+             "prevalence_index": _finite(self.prevalence_index), "bias_index": _finite(self.bias_index),
+             "pabak": _finite(self.pabak), "reference_llm_pairs": self.reference_llm, "calibrated": self.calibrated,
+             "verdict": self.verdict}
         if self.sweep is not None:
             d["sweep"] = self.sweep.to_dict()
         return d
@@ -157,6 +189,10 @@ class Agreement:
                  f"  raw agreement (relevant or not)   {f(self.raw)}",
                  f"  Cohen's kappa (relevant or not)   {f(self.kappa)}{ci(self.kappa_ci)}",
                  f"  weighted kappa (grades, linear)   {f(self.weighted_kappa)}{ci(self.weighted_ci)}",
+                 f"  relevant: A {f(self.base_rate_a)}{ci(self.base_rate_a_ci)}, B {f(self.base_rate_b)}"
+                 f"{ci(self.base_rate_b_ci)} (base rates on the pairs)",
+                 f"  prevalence index {f(self.prevalence_index).strip()}, bias index {f(self.bias_index).strip()} "
+                 f"(B minus A), PABAK {f(self.pabak).strip()}",
                  f"  {int(CONFIDENCE * 100)}% bootstrap intervals over questions ({self.samples} samples, seed {self.seed})"]
         if self.grades:
             width = max(len(str(_number(g))) for g in self.grades) + 6
@@ -164,6 +200,8 @@ class Agreement:
             lines += ["  " + f"{_number(g):>28} " + "".join(f"{n:>{width}}" for n in row)
                       for g, row in zip(self.grades, self.confusion)]
         lines += [f"  {n}" for n in self.notes]
+        if self.verdict:
+            lines.append(f"  {self.verdict}")
         if self.sweep is not None:
             s = self.sweep
             lines.append(f"sweep: {len(s.rows)} configurations by {s.metric}; Kendall's tau-b between the rankings "
@@ -207,6 +245,7 @@ def label_agreement(a: Any, b: Any, *, only: set[tuple[str, str]] | None = None,
     by_id = {i.id: i for i in b}
     rows: list[tuple[int, float, float]] = []  # (question index, grade in a, grade in b)
     qids: list[str] = []
+    reference_llm = 0  # pairs whose label in a only an LLM gave
     for item in a:
         other = by_id.get(item.id)
         if other is None:
@@ -214,6 +253,8 @@ def label_agreement(a: Any, b: Any, *, only: set[tuple[str, str]] | None = None,
         ga, gb = item.judged_anchors, other.judged_anchors
         shared = [x for x in ga if x in gb and (only is None or (item.id, x) in only)]
         if shared:
+            by_llm = set(item.llm_only)
+            reference_llm += sum(x in by_llm for x in shared)
             rows += [(len(qids), ga[x], gb[x]) for x in shared]
             qids.append(item.id)
     notes = []
@@ -235,20 +276,62 @@ def label_agreement(a: Any, b: Any, *, only: set[tuple[str, str]] | None = None,
     total_g, total_b = per_q.sum(axis=0), binary.sum(axis=0)
     kappa = float(_kappa_from(total_b, both, None)) if rows else float("nan")
     wkappa = float(_kappa_from(total_g, values, "linear")) if rows else float("nan")
-    kappa_ci = weighted_ci = (float("nan"), float("nan"))
+    nan2 = (float("nan"), float("nan"))
+    kappa_ci = weighted_ci = rate_a_ci = rate_b_ci = diff_ci = nan2
     if len(qids) > 1:
         rng = np.random.default_rng(seed)
         draws = np.stack([np.bincount(rng.integers(0, len(qids), len(qids)), minlength=len(qids))
                           for _ in range(samples)]).astype(np.float64)  # (samples, questions): times drawn
-        kappa_ci = _interval(_kappa_from(np.einsum("sq,qij->sij", draws, binary), both, None))
+        resampled = np.einsum("sq,qij->sij", draws, binary)
+        kappa_ci = _interval(_kappa_from(resampled, both, None))
         weighted_ci = _interval(_kappa_from(np.einsum("sq,qij->sij", draws, per_q), values, "linear"))
-    raw = float(np.trace(total_b) / total_b.sum()) if rows else float("nan")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rate_a, rate_b = (resampled[:, 1, :].sum(axis=1) / resampled.sum(axis=(1, 2)),
+                              resampled[:, :, 1].sum(axis=1) / resampled.sum(axis=(1, 2)))
+        rate_a_ci, rate_b_ci, diff_ci = _interval(rate_a), _interval(rate_b), _interval(rate_b - rate_a)
+    n = float(total_b.sum())
+    raw = float(np.trace(total_b) / n) if rows else float("nan")
     if rows and not math.isfinite(kappa):
         notes.append("kappa is undefined: both label sets give every pair the same label (no chance agreement "
                      "to correct for); the raw agreement stands alone")
-    return Agreement(names[0], names[1], len(rows), len(qids), raw, kappa, kappa_ci, wkappa, weighted_ci,
-                     tuple(float(v) for v in values), tuple(tuple(int(n) for n in r) for r in total_g),
-                     samples, seed, None, None, tuple(notes))
+    nan = float("nan")
+    base_a, base_b = (float(total_b[1].sum() / n), float(total_b[:, 1].sum() / n)) if rows else (nan, nan)
+    result = Agreement(names[0], names[1], len(rows), len(qids), raw, kappa, kappa_ci, wkappa, weighted_ci,
+                       tuple(float(v) for v in values), tuple(tuple(int(n) for n in r) for r in total_g),
+                       samples, seed, None, None, tuple(notes), base_a, base_b, rate_a_ci, rate_b_ci, diff_ci,
+                       float((total_b[1, 1] - total_b[0, 0]) / n) if rows else nan,
+                       float((total_b[0, 1] - total_b[1, 0]) / n) if rows else nan,
+                       2.0 * raw - 1.0 if rows else nan, reference_llm)
+    calibrated, verdict = calibration_verdict(result)
+    return replace(result, calibrated=calibrated, verdict=verdict)
+
+
+def calibration_verdict(r: Agreement) -> tuple[bool, str]:
+    """Whether B may be called calibrated against A (see the module docstring), and the one line that says why
+    or why not."""
+    def pct(v: float) -> str:
+        return f"{v:.0%}" if math.isfinite(v) else "n/a"
+
+    if r.reference_llm:
+        return False, (f"not called calibrated: {r.reference_llm} of {r.pairs} of A's labels on the pairs came from "
+                       "an LLM (by: llm:<model>), and a judge checked against an LLM's labels says nothing about "
+                       "people's; compare against labels a person gave")
+    if r.pairs < MIN_PAIRS:
+        return False, (f"not called calibrated: {r.pairs} pairs, fewer than the {MIN_PAIRS} a verdict needs; judge "
+                       "more of the same holes in both")
+    low = r.kappa_ci[0]
+    if not math.isfinite(low):
+        return False, "not called calibrated: kappa or its interval is undefined on these pairs (one label for all)"
+    if low < KAPPA_CALIBRATED:
+        return False, f"not calibrated: the lower end of kappa's interval is {low:.2f}, below {KAPPA_CALIBRATED}"
+    lo, hi = r.difference_ci
+    if math.isfinite(lo) and (lo > 0 or hi < 0):
+        toward = "toward relevant" if lo > 0 else "away from relevant"
+        return False, (f"not calibrated: B calls {pct(r.base_rate_b)} of the pairs relevant, A {pct(r.base_rate_a)} "
+                       f"(B minus A within [{lo:+.2f}, {hi:+.2f}]): B is biased {toward}")
+    return True, (f"B is calibrated against A's people-given labels: kappa's lower end {low:.2f} >= "
+                  f"{KAPPA_CALIBRATED}, base rates {pct(r.base_rate_a)} and {pct(r.base_rate_b)} within their "
+                  f"interval")
 
 
 def sweep_agreement(sweep: str | os.PathLike[str], a: Any, b: Any, corpus: Any) -> SweepAgreement:
@@ -301,6 +384,4 @@ def golden_agreement(
         from ..corpus import load_corpus
 
         s = sweep_agreement(sweep, ga, gb, load_corpus(corpus))
-    from dataclasses import replace
-
     return replace(result, only=None if pool is None else str(pool), sweep=s)
