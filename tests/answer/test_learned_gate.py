@@ -170,3 +170,17 @@ def test_calibrate_writes_the_gate_and_eval_answers_applies_it(tmp_path, capsys)
     gate_file.write_text("[1, 2]")
     assert main(["eval", *base, "--answers", "--gate", str(gate_file)]) == 2
     assert "not a learned gate file" in capsys.readouterr().err
+
+
+def test_where_the_other_signals_are_noise_the_gate_keeps_the_top_score_alone():
+    rng = np.random.default_rng(5)
+    y = np.zeros(120, dtype=bool)
+    y[:8] = True  # few unanswerable questions, as in a docs golden set
+    top = np.where(y, rng.normal(5.0, 1.0, 120), rng.normal(8.0, 1.0, 120))
+    x = np.column_stack([top, rng.normal(size=(120, 5))])
+    cmp = compare_gates(x, y, ["top_score", "margin", "rare_terms", "term_coverage", "sections", "documents"])
+    assert cmp.gate.features == ("top_score",) and cmp.gate.selection["chosen"] == "top score alone"
+    assert "kept: top score alone" in cmp.to_text()
+    forced = compare_gates(x, y, ["top_score", "margin", "rare_terms", "term_coverage", "sections", "documents"],
+                           select=False)
+    assert len(forced.gate.features) == 6 and forced.gate.selection == {}

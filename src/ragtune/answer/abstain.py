@@ -26,6 +26,11 @@ penalised) and balanced class weights (each class weighs half, however rare the 
 gate abstains when the answerability score ``b + w . z`` is below ``threshold``, chosen on the training questions
 by the confidence gate's own rule (:func:`~ragtune.answer.gate.calibrate_threshold`, balanced objective).
 
+With few unanswerable questions, more features can fit noise: each fit keeps every feature or the top score
+alone, whichever separates the classes better by an inner cross-validation on its own training questions (the
+pooled AUC; a tie keeps the top score alone). A gate on the top score alone orders questions as the score
+threshold does, so the learned gate falls back to the baseline where the other signals do not help.
+
 :func:`compare_gates` reports both gates held out: stratified ``folds``-fold cross-validation, each fold scored
 (and its threshold chosen) by a model fitted on the other folds only. A :class:`LearnedGate` saves to and loads
 from a JSON file (:meth:`LearnedGate.save`, :func:`load_gate`); :meth:`LearnedGate.bind` ties it to a retriever
@@ -212,7 +217,8 @@ class LearnedGate:
     ``features`` names the columns of ``x`` (from :data:`FEATURES`), ``k`` the contexts they were computed from,
     ``rare_share`` the rare-term cut. ``pipeline`` records the retrieval configuration it was fitted on (its
     ``top_score`` is on that configuration's scale), ``fitted_on`` the golden set, ``held_out`` the
-    cross-validated figures :func:`compare_gates` measured."""
+    cross-validated figures :func:`compare_gates` measured, ``selection`` whether every feature or the top score
+    alone was kept and the inner cross-validated AUC of each."""
 
     features: tuple[str, ...]
     mean: tuple[float, ...]
@@ -226,6 +232,7 @@ class LearnedGate:
     pipeline: str | None = None
     fitted_on: dict[str, Any] = field(default_factory=dict)
     held_out: dict[str, Any] = field(default_factory=dict)
+    selection: dict[str, Any] = field(default_factory=dict)
 
     def score(self, x: Sequence[float] | np.ndarray) -> np.ndarray | float:
         """The answerability score of one feature row (a float) or of a matrix's rows."""
@@ -282,7 +289,8 @@ class LearnedGate:
                    weights=tuple(map(float, data["weights"])), intercept=float(data["intercept"]),
                    threshold=float(data["threshold"]), k=k, rare_share=float(data.get("rare_share", 0.05)),
                    l2=float(data.get("l2", 1.0)), pipeline=data.get("pipeline"),
-                   fitted_on=dict(data.get("fitted_on") or {}), held_out=dict(data.get("held_out") or {}))
+                   fitted_on=dict(data.get("fitted_on") or {}), held_out=dict(data.get("held_out") or {}),
+                   selection=dict(data.get("selection") or {}))
 
     def table(self) -> str:
         """The features and their weights as text: positive weights push toward answering."""
@@ -291,6 +299,9 @@ class LearnedGate:
             lines.append(f"{f:<14} {w:>+8.3f} {m:>10.4g} {s:>10.4g}")
         lines.append(f"{'(intercept)':<14} {self.intercept:>+8.3f}")
         lines.append(f"abstain when the score is below {self.threshold:.6g} (k={self.k}, l2={self.l2:g})")
+        if aucs := self.selection.get("inner_auc"):
+            lines.append(f"kept: {self.selection['chosen']} (inner cross-validated AUC: "
+                         + ", ".join(f"{k} {v:.3f}" for k, v in aucs.items()) + ")")
         return "\n".join(lines)
 
 
@@ -353,17 +364,50 @@ def _fit(x: np.ndarray, unanswerable: np.ndarray, names: Sequence[str], *, l2: f
     return replace(gate, threshold=t)
 
 
-def _scores(gate: LearnedGate, x: np.ndarray, empty: np.ndarray | None) -> np.ndarray:
+def _scores(gate: LearnedGate, x: np.ndarray, empty: np.ndarray | None, names: Sequence[str] | None = None
+            ) -> np.ndarray:
+    """The gate's scores of the rows of ``x``, whose columns are ``names`` (default: the gate's features)."""
+    if names is not None:
+        x = x[:, [list(names).index(f) for f in gate.features]]
     s = np.asarray(gate.score(x), dtype=np.float64).reshape(-1)
     return np.where(empty, -np.inf, s) if empty is not None else s
 
 
+def _fit_selected(x: np.ndarray, y: np.ndarray, names: Sequence[str], *, l2: float, k: int, rare_share: float,
+                  empty: np.ndarray, folds: int = 5, seed: int = 0) -> LearnedGate:
+    """The gate on every feature or on the top score alone, whichever separates better held out within these
+    questions (pooled inner cross-validation AUC; a tie keeps the top score alone): with few unanswerable
+    questions, more features can fit noise, and the choice is made without the questions being scored."""
+    from .gate import _auc
+
+    names = list(names)
+    if len(names) == 1 or "top_score" not in names:
+        return _fit(x, y, names, l2=l2, k=k, rare_share=rare_share, empty=empty)
+    try:
+        inner = stratified_folds(y, folds, seed=seed)
+    except ConfigError:
+        inner = None
+    aucs: dict[str, float] = {}
+    for label, cand in (("all features", names), ("top score alone", ["top_score"])):
+        if inner is None:
+            break
+        cols = [names.index(c) for c in cand]
+        s, _ = cross_validate(x[:, cols], y, inner, cand, l2=l2, k=k, rare_share=rare_share, empty=empty,
+                              select=False)
+        finite = np.where(np.isfinite(s), s, -1e300)
+        aucs[label] = _auc(finite[~y], finite[y])
+    chosen = names if aucs and aucs["all features"] > aucs["top score alone"] else ["top_score"]
+    gate = _fit(x[:, [names.index(c) for c in chosen]], y, chosen, l2=l2, k=k, rare_share=rare_share, empty=empty)
+    return replace(gate, selection={"candidates": list(names), "inner_auc": aucs,
+                                    "chosen": "all features" if chosen is names else "top score alone"})
+
+
 def cross_validate(x: np.ndarray, unanswerable: Sequence[bool], fold_of: Sequence[int], names: Sequence[str], *,
                    l2: float = 1.0, k: int = 5, rare_share: float = 0.05,
-                   empty: Sequence[bool] | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Held-out answerability scores and thresholds: each fold's questions scored by a gate fitted (model and
-    threshold) on the other folds only. ``empty`` marks questions with no hits (always refused). Returns
-    (score per question, threshold per question)."""
+                   empty: Sequence[bool] | None = None, select: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """Held-out answerability scores and thresholds: each fold's questions scored by a gate fitted (features
+    chosen with ``select`` as :func:`_fit_selected` does, model and threshold) on the other folds only. ``empty``
+    marks questions with no hits (always refused). Returns (score per question, threshold per question)."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(unanswerable, dtype=bool)
     fold_of = np.asarray(fold_of)
@@ -372,8 +416,9 @@ def cross_validate(x: np.ndarray, unanswerable: Sequence[bool], fold_of: Sequenc
     thresholds = np.empty(y.size)
     for f in np.unique(fold_of):
         test = fold_of == f
-        gate = _fit(x[~test], y[~test], names, l2=l2, k=k, rare_share=rare_share, empty=e[~test])
-        scores[test] = _scores(gate, x[test], e[test])
+        fit = _fit_selected if select else _fit
+        gate = fit(x[~test], y[~test], names, l2=l2, k=k, rare_share=rare_share, empty=e[~test])
+        scores[test] = _scores(gate, x[test], e[test], names)
         thresholds[test] = gate.threshold
     return scores, thresholds
 
@@ -457,9 +502,10 @@ class GateComparison:
 
 def compare_gates(x: np.ndarray, unanswerable: Sequence[bool], names: Sequence[str], *, folds: int = 5,
                   seed: int = 0, l2: float = 1.0, k: int = 5, rare_share: float = 0.05,
-                  empty: Sequence[bool] | None = None, recall: float = 0.7) -> GateComparison:
+                  empty: Sequence[bool] | None = None, recall: float = 0.7, select: bool = True) -> GateComparison:
     """Held-out figures of the learned gate and of the plain score threshold (the ``top_score`` column) on the
-    same stratified folds, and the learned gate fitted on every question."""
+    same stratified folds, and the learned gate fitted on every question. With ``select`` (default), each fit
+    keeps every feature or the top score alone, by inner cross-validation on its own training questions."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(unanswerable, dtype=bool)
     e = np.asarray(empty, dtype=bool) if empty is not None else np.zeros(y.size, dtype=bool)
@@ -468,9 +514,9 @@ def compare_gates(x: np.ndarray, unanswerable: Sequence[bool], names: Sequence[s
     fold_of = stratified_folds(y, folds, seed=seed)
     top = np.where(e, -np.inf, x[:, list(names).index("top_score")])
     base = gate_figures(top, _baseline_cv(top, y, fold_of), y, recall=recall)
-    s, t = cross_validate(x, y, fold_of, names, l2=l2, k=k, rare_share=rare_share, empty=e)
+    s, t = cross_validate(x, y, fold_of, names, l2=l2, k=k, rare_share=rare_share, empty=e, select=select)
     learned = gate_figures(s, t, y, recall=recall)
-    gate = _fit(x, y, names, l2=l2, k=k, rare_share=rare_share, empty=e)
+    gate = (_fit_selected if select else _fit)(x, y, names, l2=l2, k=k, rare_share=rare_share, empty=e)
     n = int(fold_of.max()) + 1
     gate = replace(gate, held_out={"folds": n, "seed": seed, "learned": learned, "score_threshold": base})
     return GateComparison(gate, base, learned, n, seed, int((~y).sum()), int(y.sum()), recall)
