@@ -1,4 +1,4 @@
-"""A pipeline round-trips through TOML exactly, and the file a sweep writes (best.toml) is taken unchanged by
+"""A pipeline round-trips through TOML exactly, and the file a sweep writes (recommended.toml) is taken unchanged by
 ``eval --config``, ``index build --config`` and ``serve --config``."""
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def test_the_file_a_sweep_writes_is_taken_unchanged_by_eval_index_build_and_serv
     grid = parse_grid({"metric": "recall@5", "k": [5], "samples": 200, "baseline": rich,
                        "grid": {k: [v] for k, v in rich.items()}})
     result = run_grid(load_corpus(docs), load_golden(golden), grid, tmp_path / "sweep", show_progress=False)
-    best = tmp_path / "sweep" / "best.toml"
+    best = tmp_path / "sweep" / "recommended.toml"
     expected = PipelineConfig.from_dict(result.recommended()["spec"])
     assert PipelineConfig.from_file(best) == expected
     assert dict(expected.embedder_options) == {"query_prefix": "query: ", "passage_prefix": "passage: "}

@@ -99,7 +99,7 @@ def test_a_registered_row_appears_in_eval_the_sweep_table_the_report_and_compare
     head = next(line for line in text.splitlines() if line.startswith("tag"))
     assert head.split()[-2:] == ["first_hit_is_top@1", "first_hit_is_top@10"]
     # the sweep's terminal table: a column (at the two smallest k), with its interval under each row
-    assert "first_hit_is_top@1" in table.splitlines()[1] and "first_hit_is_top@10" in table.splitlines()[1]
+    assert "first_hit_is_top@1" in table.splitlines()[2] and "first_hit_is_top@10" in table.splitlines()[2]
     # the report's ranked table, at every k
     assert report_cols[-3:] == ["first_hit_is_top@1", "first_hit_is_top@10", "context_tokens@1"]
     # compare's default metrics, at k 10, tested like the built-in ones

@@ -124,7 +124,7 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
         assert d.tags["ragtune.corpus_fingerprint"] == state["corpus"]
         assert d.tags["ragtune.golden_fingerprint"] == state["golden"]
         assert d.tags["ragtune.version"] == ragtune.__version__
-        assert d.tags["ragtune.holdout_chosen"] == str(c["key"] == results["selection"]["chosen"]).lower()
+        assert d.tags["ragtune.is_recommended"] == str(c["key"] == results["selection"]["chosen"]).lower()
 
     # the per-question table of a configuration, as an artifact
     best = results["configs"][0]
@@ -145,9 +145,11 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     assert pm["holdout_optimism"] == s["optimism"] and pm["holdout_held_out_score"] == s["held_out_score"]
     assert pm["holdout_selection_score"] == s["selection_score"]
     assert [pm["holdout_held_out_ci_low"], pm["holdout_held_out_ci_high"]] == s["held_out_ci"]
-    assert parent.data.tags["ragtune.holdout.chosen"] == s["chosen"]
+    assert parent.data.tags["ragtune.recommended"] == s["chosen"] == results["recommended"]["key"]
     assert parent.data.tags["ragtune.holdout.select"] == "best"
-    assert parent.data.tags["ragtune.best"] == best["key"] and parent.data.tags["ragtune.metric"] == "recall@1"
+    assert pm["recommended_recall_at_1_held_out"] == s["held_out_score"]
+    assert not any(t.startswith(("ragtune.best", "ragtune.holdout.chosen")) for t in parent.data.tags)
+    assert parent.data.tags["ragtune.metric"] == "recall@1"
     assert "Quote the held-out figure." in parent.data.tags["mlflow.note.content"]
     assert parent.data.params["ks"] == "[1, 5]" and parent.data.metrics["configurations"] == CONFIGS
 
@@ -168,10 +170,11 @@ def test_a_sweep_logged_to_the_default_local_store_reads_back(swept, tmp_path, c
     assert parent.data.metrics["folds_held_out_score"] == s["held_out_score"] and parent.data.metrics["folds"] == 2
     assert parent.data.metrics["folds_optimism"] == s["optimism"]
     assert json.loads(parent.data.tags["ragtune.folds.chosen_counts"]) == s["chosen_counts"]
-    assert "ragtune.holdout.chosen" not in parent.data.tags
+    assert parent.data.tags["ragtune.recommended_basis"] == "folds"
     children = [r for r in runs if r.info.run_id != parent_id]
     assert sum(r.data.metrics["folds_chosen"] for r in children) == 2
-    assert not any("ragtune.holdout_chosen" in r.data.tags for r in children)
+    assert [r.data.tags["ragtune.config_key"] for r in children if r.data.tags["ragtune.is_recommended"] == "true"] \
+        == [parent.data.tags["ragtune.recommended"]]
 
 
 def test_mlflow_is_imported_only_when_a_sweep_is_logged():

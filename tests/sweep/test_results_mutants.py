@@ -117,6 +117,7 @@ def test_table_cells():
     res = summarize(GRID, [base, other])
     base["stats"]["latency_ms"].update(questions=7, repeats=3)
     lines = res.table().splitlines()
+    assert lines.pop(0).startswith("recommended: ")  # the one recommendation first, then the table
     assert lines[0] == f"{res.ranking_rule}; under each row, its 95% bootstrap interval"
     assert lines[1].split() == ["#", "strategy", "size", "overlap", "prefix", "retriever", "recall@1", "recall@5", "mrr",
                                 "ndcg@10", "p50", "ms", "p95", "ms", "vs", "baseline", "(recall@1)"]

@@ -306,7 +306,7 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
         p.add_argument("--store", help="an index store: its current version (or --version) instead of --corpus")
         p.add_argument("--version", dest="store_version", help="with --store: this version instead of the current one")
     p.add_argument("--config", metavar="FILE", help="a pipeline file (TOML/YAML "
-                   "of the flag names below, as a sweep writes best.toml); flags given override it")
+                   "of the flag names below, as a sweep writes recommended.toml); flags given override it")
     add_chunker_flags(p)
     r = p.add_argument_group("retrieval")
     r.add_argument("--retriever", default=None, help=f"first stage: {RETRIEVERS.spell()} (default hybrid)")

@@ -27,7 +27,7 @@ def cmd_sweep(args) -> int:
         return 0
     result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
-          + f"\n\nwrote {args.out}/results.json and {args.out}/report.html")
+          + f"\n\nwrote {args.out}/results.json, {args.out}/recommended.toml and {args.out}/report.html")
     # a tracker that fails raises TrackingError: exit status 3, the sweep's results kept
     if uri: print(f"mlflow: parent run {log_to_mlflow(args.out, result=result, uri=uri)} at {redact_url(uri)}", file=sys.stderr)
     return 0

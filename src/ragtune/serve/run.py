@@ -33,9 +33,9 @@ def run_server(
     request_timeout: Annotated[float | None, Opt("seconds a connection has to send a whole request (head and body) "
                                                  "after it opens or after its last response (default 10)",
                                                  lo=0.1, hi=3600)] = None,
-    config: Annotated[str | None, Opt("a pipeline file (TOML or YAML, as a sweep writes best.toml): its chunking, "
-                                      "retrieval and embedder must be the store's; its reranker reranks every "
-                                      "search", metavar="FILE")] = None,
+    config: Annotated[str | None, Opt("a pipeline file (TOML or YAML, as a sweep writes recommended.toml): its "
+                                      "chunking, retrieval and embedder must be the store's; its reranker reranks "
+                                      "every search", metavar="FILE")] = None,
 ) -> None:
     """Check the bind (no API key beyond loopback without ``insecure_no_key``) and serve until interrupted.
 
@@ -107,7 +107,7 @@ def run_server(
 
 
 def serving_config(store: str, path: str):
-    """The pipeline file ``path`` (TOML or YAML of flag names, as a sweep writes ``best.toml`` and ``eval`` and
+    """The pipeline file ``path`` (TOML or YAML of flag names, as a sweep writes ``recommended.toml`` and ``eval`` and
     ``index build`` take it) as a :class:`~ragtune.pipeline.PipelineConfig`, checked against the current version
     of ``store`` (:func:`~ragtune.serve.app.check_serving_config`): what ``serve --config FILE`` loads."""
     from ..pipeline import PipelineConfig

@@ -57,7 +57,7 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
 
 
 def _restates(store: IndexStore, version: str | None, given: Mapping[str, Any]) -> bool:
-    """Whether the chunking, retrieval and embedder options ``given`` (a pipeline file's, such as the best.toml a
+    """Whether the chunking, retrieval and embedder options ``given`` (a pipeline file's, such as the recommended.toml a
     sweep writes) describe the stored version as it was built: then they are no contradiction."""
     v = store.get(version)
     stored = PipelineConfig.from_dict(v.manifest["config"])

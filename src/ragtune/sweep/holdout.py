@@ -251,4 +251,4 @@ def folds_text(s: Mapping[str, Any], metric: str) -> str:
             f"({s['questions']} questions in all): {metric} {s['selection_score']:.3f} where chosen, "
             f"{s['held_out_score']:.3f} [{s['held_out_ci'][0]:.3f}, {s['held_out_ci'][1]:.3f}] held out (optimism "
             f"{s['optimism']:+.3f}); baseline {s['baseline_held_out']:.3f} on the same questions "
-            f"({s['delta_vs_baseline']:+.3f}{p}): {verdict}. Chosen: {chosen}. Quote the held-out figure.")
+            f"({s['delta_vs_baseline']:+.3f}{p}): {verdict}. Chosen per fold: {chosen}. Quote the held-out figure.")

@@ -50,6 +50,7 @@ def _selection_note(sweep: SweepResult) -> str | None:
 
 def _report_data(sweep: SweepResult) -> dict[str, Any]:
     ranked = sweep.ranked()
+    held = sweep.held_out()
     unsettled = sweep.unsettled()  # marked "~": the rank could change once the unjudged hits are judged
     detail_keys = {r["key"] for r in ranked[:DETAIL_CONFIGS]} | {sweep.baseline_key}
     configs = []
@@ -69,7 +70,8 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
     return {"metric": sweep.metric, "ks": list(sweep.grid.ks), "baseline": sweep.baseline_key, "test": sweep.grid.test,
             "seed": sweep.grid.seed, "samples": sweep.grid.samples, "tie": sweep.tie_metric,
             "ranking": sweep.ranking_rule, "confidence": CONFIDENCE, "power_note": sweep.power_note(),
-            "judged_note": sweep.judged_note(), "interval_note": sweep.interval_note(), "selection_note": _selection_note(sweep), "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
+            "judged_note": sweep.judged_note(), "interval_note": sweep.interval_note(), "selection_note": _selection_note(sweep),
+            "recommended": sweep.recommendation(held) if ranked else None, "in_sample": held is not None, "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
             "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
                                                           "description")} for r in metric_table()},
             "configs": configs}
@@ -106,6 +108,10 @@ small.ci{display:block;color:var(--muted);font-size:10.5px;line-height:1.2}
 .pos{color:var(--good)} .neg{color:var(--bad)} .sig{font-weight:600}
 .kpi{display:flex;gap:24px;flex-wrap:wrap;margin-top:10px} .kpi div{font-size:13px;color:var(--muted)} .kpi b{display:block;font-size:20px;color:var(--fg)}
 .kpi small{font-size:12px;color:var(--muted);font-weight:400;margin-left:4px}
+#recommended{flex:1 1 100%;border:2px solid var(--good);border-radius:10px;padding:10px 14px;background:#f3fbf6;color:var(--fg)}
+#recommended .head{display:block;font-size:12px;font-weight:600;text-transform:uppercase;color:var(--good)}
+#recommended .lbl{display:block;font-weight:600;overflow-wrap:anywhere} #recommended .why{display:block;color:var(--muted);font-size:12.5px}
+.kpi small.is{display:block;margin-left:0}
 svg{display:block;max-width:100%;height:auto} svg text{font-size:11px;fill:#475467} svg .t{font-weight:600;fill:#1d2330}
 .legend{font-size:12px;margin-top:6px} .legend>div{margin:2px 0} .legend span.item{display:inline-block;margin-right:12px}
 .legend i{display:inline-block;width:12px;height:10px;border-radius:2px;margin-right:5px;vertical-align:middle}
@@ -164,11 +170,18 @@ document.querySelectorAll('.ci-level').forEach(e => e.textContent = pct);
 document.querySelectorAll('.metric').forEach(e => e.textContent = M);
 const lat0 = (C.find(c => (c.stats.latency_ms || {}).questions) || {stats: {latency_ms: {}}}).stats.latency_ms;
 document.getElementById('sub').textContent = `${C.length} configurations · metric ${M} · ${D.test} test, ${D.samples} samples, seed ${D.seed} · baseline: ${base.label}`;
-const best = C[0];
+// the headline card: the one recommended configuration and why; with a held-out figure, that figure leads and the
+// figures scored on every question are labelled in-sample
+const R = D.recommended, rec = R && C.find(c => c.key === R.key), IS = D.in_sample ? ' (in-sample)' : '';
 const sigBetter = C.filter(c => c.vs && c.vs.p_holm < 0.05 && (lowerBetter ? c.vs.delta < 0 : c.vs.delta > 0));
-document.getElementById('kpi').innerHTML = `<div>best ${esc(M)}<b>${fmt(val(best))}<small>${ciText(ciOf(best))}</small></b>${esc(best.label)}</div>` +
-  `<div>baseline<b>${fmt(val(base))}<small>${ciText(ciOf(base))}</small></b>${esc(base.label)}</div>` +
-  `<div>significantly better<b>${sigBetter.length}</b>p&lt;0.05 after Holm</div>`;
+const ho = (v, ci) => `<b>${fmt(v)}<small>${ci ? `[${fmt(ci[0])}, ${fmt(ci[1])}]` : ''} held out</small></b>`;
+document.getElementById('kpi').innerHTML = (rec ? `<div id="recommended"><span class="head">recommended</span>` +
+    (R.held_out != null ? ho(R.held_out, R.held_out_ci) + `<small class="is">${esc(M)} ${fmt(val(rec))} in-sample</small>`
+     : `<b>${fmt(val(rec))}<small>${esc(M)} ${ciText(ciOf(rec))}</small></b>`) +
+    `<span class="lbl">${esc(rec.label)}</span><span class="why">${esc(R.reason)}</span></div>` : '') +
+  `<div>baseline${R && R.held_out != null ? ho(R.baseline_held_out, null) + `<small class="is">${fmt(val(base))} in-sample</small>`
+     : `<b>${fmt(val(base))}<small>${ciText(ciOf(base))}</small></b>`}${esc(base.label)}</div>` +
+  `<div>significantly better${IS}<b>${sigBetter.length}</b>p&lt;0.05 after Holm</div>`;
 if (D.power_note) document.getElementById('power').innerHTML = `<p class="note" id="power-note">${esc(D.power_note)}</p>`;
 if (D.judged_note) document.getElementById('power').insertAdjacentHTML('beforeend', `<p class="note" id="judged-note">${esc(D.judged_note)}</p>`);
 if (D.selection_note) document.getElementById('power').insertAdjacentHTML('beforeend', `<p class="note" id="selection-note">${esc(D.selection_note)}</p>`);
@@ -177,7 +190,7 @@ if (D.selection_note) document.getElementById('power').insertAdjacentHTML('befor
 document.getElementById('rule').innerHTML = `# ${esc(D.ranking)}. Small grey figures: ${pct} bootstrap intervals. Δ and p compare with the baseline on ${esc(M)} (paired ${esc(D.test)} test, Holm-corrected); W/T/L = questions won, tied, lost. Latency: end to end per question, query embedding included` +
   (lat0.questions ? `, median of ${lat0.repeats} timings of ${lat0.questions} questions; hover for stages` : '') + '.' +
   (D.interval_note ? ` <span id="interval-note">Under Δ: ${esc(D.interval_note)}.</span>` : '') + ' Click a column to sort.';
-const metricCol = m => [info(m).label, c => val(c, m), '', m];
+const metricCol = m => [info(m).label + IS, c => val(c, m), '', m];
 const cols = [['#', c => C.indexOf(c) + 1], ['configuration', c => c.label + (c.unsettled ? ' ~' : ''), 'l'],
   ...D.columns.map(metricCol), ['chunks', c => c.stats.chunks],
   ['ms p50 / p95', c => lat(c)], ['Δ', c => c.vs ? c.vs.delta : null], ['p', c => c.vs ? c.vs.p_holm : null],
@@ -191,7 +204,7 @@ function drawTable() {
     const vs = c.vs;
     h += `<tr class="${c.key === D.baseline ? 'base' : ''}">` + cols.map((col, i) => {
       const v = col[1](c), name = col[0];
-      if (name === 'configuration') return `<td class="l">${brk(v)}${c.key === D.baseline ? ' <span class="tag miss">baseline</span>' : ''}</td>`;
+      if (name === 'configuration') return `<td class="l">${brk(v)}${c.key === D.baseline ? ' <span class="tag miss">baseline</span>' : ''}${R && c.key === R.key ? ' <span class="tag fixed">recommended</span>' : ''}</td>`;
       if (name === 'Δ') return `<td class="${v > 0 ? 'pos' : v < 0 ? 'neg' : ''}">${v == null ? '' : sgn(v)}<small class="ci">${vs ? dCiText(vs.delta_ci) : ''}</small></td>`;
       if (name === 'p') return `<td class="${v != null && v < 0.05 ? 'sig' : ''}">${v == null ? '' : Number(v).toPrecision(2)}</td>`;
       if (name === 'W/T/L') return `<td>${vs ? `${vs.wins}/${vs.ties}/${vs.losses}` : ''}</td>`;

@@ -234,7 +234,10 @@ class SweepResult:
         return next(r for r in self.records if r["key"] == self.baseline_key)
 
     def to_dict(self) -> dict[str, Any]:
+        selection = self.selection()
+        held = selection if selection is not None and "problem" not in selection else None
         return {
+            "recommended": self.recommendation(held) if self.records else None,
             "metric": self.metric,
             "test": self.grid.test,
             "samples": self.grid.samples,
@@ -246,29 +249,114 @@ class SweepResult:
             "confidence": CONFIDENCE,
             "power_note": self.power_note(),
             "judged_note": self.judged_note(),
-            "selection": self.selection(),
+            "selection": selection,
+            "in_sample": None if held is None else IN_SAMPLE,
             "rank_could_change": sorted(self.unsettled()),
             "grid": dict(self.grid.raw),
             "configs": [_public(r) for r in self.ranked()],
             **({"search": self.search} if self.search is not None else {}),
         }
 
+    def held_out(self) -> dict[str, Any] | None:
+        """The selection (:meth:`selection`) when it gave a held-out figure, else None: where it is not None, every
+        other figure of the sweep is in-sample (scored on all the questions, those the choice was made on
+        included) and is labelled so."""
+        s = self.selection()
+        return s if s is not None and "problem" not in s else None
+
+    def recommendation(self, selection: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The one configuration the sweep recommends, and why (``results.json`` ``recommended``; the table's first
+        line, the report's headline card, the MLflow tag ``ragtune.recommended`` and ``recommended.toml``):
+
+        - with ``holdout``: the configuration the selection rule (``select``) chose on the selection questions;
+        - with ``folds``: the configuration the same rule chooses on all the questions (the folds measured how well
+          choosing that way does on questions it did not see);
+        - otherwise: the best-ranked configuration whose difference from the baseline is significant after the Holm
+          correction, in the better direction; the baseline when none is.
+
+        ``selection`` is :meth:`held_out`'s value when the caller has it already (it is computed otherwise)."""
+        sel = selection if selection is not None else self.held_out()
+        by_key = {r["key"]: r for r in self.records}
+        if sel is not None and self.grid.folds:
+            key, basis, reason = self._folds_choice(sel), "folds", ""
+        elif sel is not None:
+            key, basis, reason = sel["chosen"], "holdout", ""
+        else:
+            key, basis, reason = self._significant_choice()
+        record = by_key[key]
+        out: dict[str, Any] = {"key": key, "label": record["label"], "basis": basis, "metric": self.metric,
+                               "in_sample": _finite(self.value(record)), "in_sample_ci": self.ci(record)}
+        if sel is not None:
+            reason = (_folds_reason if self.grid.folds else _holdout_reason)(sel, key, self.baseline_key, self.metric)
+            n = sum(1 for q in record["result"]["questions"] if q.get("answerable", True))
+            reason += f"; in-sample {self.metric} {self.value(record):.3f} on all {n} questions"
+            out.update({"held_out": sel["held_out_score"], "held_out_ci": sel["held_out_ci"],
+                        "baseline_held_out": sel["baseline_held_out"]})
+        out["reason"] = reason
+        return out
+
+    def _folds_choice(self, sel: dict[str, Any]) -> str:
+        """The key the selection rule chooses on every answerable question, among every configuration evaluated."""
+        from .holdout import choose, question_scores
+
+        per = {r["key"]: question_scores(r["result"], self.metric) for r in self.records}
+        ids = sorted(per[self.baseline_key])
+        return choose(per, list(per), ids, baseline_key=self.baseline_key, rule=sel.get("rule", "best"),
+                      labels={r["key"]: r["label"] for r in self.records}, lower_better=_lower_better(self.metric),
+                      test=self.grid.test, samples=self.grid.samples, seed=self.grid.seed)
+
+    def _significant_choice(self) -> tuple[str, str, str]:
+        """(key, basis, reason) without a held-out figure: the best-ranked configuration significantly better than
+        the baseline (Holm-corrected), else the baseline."""
+        sign = -1 if _lower_better(self.metric) else 1
+        ranked = self.ranked()
+        better = [r for r in ranked if r.get("vs_baseline") and r["vs_baseline"]["p_holm"] is not None
+                  and r["vs_baseline"]["p_holm"] < ALPHA and sign * r["vs_baseline"]["delta"] > 0]
+        m = self.metric
+        if better:
+            r, vs = better[0], better[0]["vs_baseline"]
+            where = ("it ranks first" if r is ranked[0] else
+                     f"the best-ranked (#{ranked.index(r) + 1}) of the {len(better)} configuration(s) significantly "
+                     "better than the baseline")
+            return (r["key"], "significant",
+                    f"{m} {self.value(r):.3f}, {vs['delta']:+.3f} over the baseline (Holm-corrected "
+                    f"p{p_equals(vs['p_holm'], tight=True)}, {vs['n']} questions): {where}")
+        if len(self.records) == 1:
+            return self.baseline_key, "baseline", "the baseline is the only configuration evaluated"
+        if ranked[0]["key"] == self.baseline_key:
+            return self.baseline_key, "baseline", f"the baseline ranks first on {m}"
+        top, vs = ranked[0], ranked[0].get("vs_baseline") or {}
+        p = "" if vs.get("p_holm") is None else f", Holm-corrected p{p_equals(vs['p_holm'], tight=True)}"
+        return (self.baseline_key, "baseline",
+                f"no configuration is significantly better than the baseline on {m} (the top-ranked, "
+                f"{top['label']}, {vs.get('delta', math.nan):+.3f}{p}): keep the baseline")
+
+    def recommended_line(self, selection: dict[str, Any] | None = None) -> str:
+        """The table's first line: ``recommended: <label> — <why>``."""
+        rec = self.recommendation(selection)
+        return f"recommended: {rec['label']} — {rec['reason']}"
+
     def recommended(self) -> dict:
-        """The record of the configuration the sweep recommends: the one chosen on the selection questions with a
-        holdout share, else the best ranked."""
-        chosen = (self.selection() or {}).get("chosen") if self.grid.holdout and not self.grid.folds else None
-        return next((r for r in self.records if r["key"] == chosen), None) or self.ranked()[0]
+        """The record of the configuration the sweep recommends (:meth:`recommendation`)."""
+        key = self.recommendation()["key"]
+        return next(r for r in self.records if r["key"] == key)
 
     def write(self, out_dir: str | os.PathLike[str]) -> Path:
-        """``results.json``, and ``best.toml``: the recommended configuration as a pipeline file that
-        ``ragtune eval``, ``index build`` and ``serve`` take unchanged (``--config best.toml``)."""
+        """``results.json``, and ``recommended.toml``: the recommended configuration (:meth:`recommendation`) as a
+        pipeline file that ``ragtune eval``, ``index build`` and ``serve`` take unchanged (``--config
+        recommended.toml``). The ``best.toml`` an earlier release wrote into the folder is removed, so that no file
+        there names another configuration."""
         from ..io import write_atomic
         from ..pipeline import PipelineConfig
 
-        path = Path(out_dir) / "results.json"
-        path.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+        out = Path(out_dir)
+        data = self.to_dict()
+        path = out / "results.json"
+        path.write_text(json.dumps(data, indent=1, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
         if self.records:
-            write_atomic(Path(out_dir) / "best.toml", PipelineConfig.from_dict(self.recommended()["spec"]).to_toml())
+            spec = next(r for r in self.records if r["key"] == data["recommended"]["key"])["spec"]
+            write_atomic(out / "recommended.toml", PipelineConfig.from_dict(spec).to_toml())
+            (out / "best.toml").unlink(missing_ok=True)
         return path
 
     def table(self, *, limit: int | None = None) -> str:
@@ -277,7 +365,11 @@ class SweepResult:
         w = max(11, *(len(c) + 2 for c in cols))
         left = f"{'#':>3} {'strategy':<13}{'size':>6}{'overlap':>8} {'prefix':<7}{'retriever':<18}"
         head = left + "".join(f"{c:>{w}}" for c in cols) + f"{'p50 ms':>8}{'p95 ms':>8}  vs baseline ({self.metric})"
-        lines = [f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval", head]
+        chosen = self.selection()
+        held = chosen if chosen is not None and "problem" not in chosen else None
+        lines = [self.recommended_line(held) if self.records else "recommended: none (no configuration evaluated)",
+                 f"{self.ranking_rule}; under each row, its {CONFIDENCE * 100:g}% bootstrap interval"
+                 + ("" if held is None else f"; {IN_SAMPLE}"), head]
         units: set[str] = set()
         moved = self.unsettled()
         shown = [(r["spec"]["chunker"], r.get("chunker_config", r["spec"]).get("size"),
@@ -322,7 +414,6 @@ class SweepResult:
             from .space import search_text
 
             lines.append(search_text(self.search, self.metric))
-        chosen = self.selection()
         if chosen is not None:
             from .holdout import folds_text, selection_text
 
@@ -331,6 +422,61 @@ class SweepResult:
             if note:
                 lines.append(note)
         return "\n".join(lines)
+
+
+IN_SAMPLE = ("in-sample: every configuration's figures are scored on all the questions, those the choice was "
+             "made on included; the held-out figure is the selection's")
+
+
+def _finite(v: float) -> float | None:
+    return None if math.isnan(v) else v
+
+
+def _verdict(s: dict[str, Any], key: str, baseline_key: str, metric: str) -> str:
+    """Whether the choice beat the baseline on the questions it was not chosen on, in words."""
+    if s["beats_baseline"]:
+        return "significantly better than the baseline there"
+    if key == baseline_key and s["p_vs_baseline"] is None:
+        return "the baseline itself"
+    delta = s["delta_vs_baseline"]
+    worse = delta > 0 if _lower_better(metric) else delta < 0
+    if worse and s["p_vs_baseline"] is not None and s["p_vs_baseline"] < ALPHA:
+        return ("significantly worse than the baseline there (select = significant keeps the baseline unless a "
+                "configuration is significantly better)")
+    return "worse than the baseline there, not significantly" if worse else \
+        "not significantly better than the baseline there"
+
+
+def _holdout_reason(s: dict[str, Any], key: str, baseline_key: str, metric: str) -> str:
+    """Why a holdout's choice is recommended: the rule, and its figure on the held-out questions."""
+    rule = s.get("rule", "best")
+    if key == baseline_key:
+        how = ("no configuration was significantly better than the baseline on the "
+               f"{s['selection_questions']} selection questions (select = significant)" if rule == "significant" else
+               f"the baseline scored best on the {s['selection_questions']} selection questions (select = best)")
+    else:
+        how = f"chosen on the {s['selection_questions']} selection questions (select = {rule})"
+    lo, hi = s["held_out_ci"]
+    p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
+    figure = (f"{metric} {s['held_out_score']:.3f} [{lo:.3f}, {hi:.3f}] held out on the other "
+              f"{s['held_out_questions']} questions")
+    if key == baseline_key:
+        return f"{how}; {figure}"
+    return (f"{how}; {figure}, baseline {s['baseline_held_out']:.3f} there ({s['delta_vs_baseline']:+.3f}{p}): "
+            f"{_verdict(s, key, baseline_key, metric)}")
+
+
+def _folds_reason(s: dict[str, Any], key: str, baseline_key: str, metric: str) -> str:
+    """Why the choice after a K-fold selection is recommended: the rule applied to every question, and how choosing
+    that way scored on the questions each fold's choice had not seen."""
+    rule = s.get("rule", "best")
+    how = (f"the baseline: select = {rule} chose it on all {s['questions']} questions" if key == baseline_key else
+           f"chosen on all {s['questions']} questions (select = {rule})")
+    lo, hi = s["held_out_ci"]
+    p = "" if s["p_vs_baseline"] is None else f", p={s['p_vs_baseline']:.3f}"
+    return (f"{how}; choosing this way scored {metric} {s['held_out_score']:.3f} [{lo:.3f}, {hi:.3f}] held out over "
+            f"{s['folds']} folds, baseline {s['baseline_held_out']:.3f} ({s['delta_vs_baseline']:+.3f}{p}): "
+            f"{_verdict(s, baseline_key if s['p_vs_baseline'] is None else '', baseline_key, metric)}")
 
 
 def _ms(v: float) -> str:

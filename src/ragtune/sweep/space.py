@@ -448,7 +448,8 @@ def share_text(shares: Sequence[float]) -> str:
 
 
 def search_text(info: Mapping[str, Any], metric: str) -> str:
-    """The line a search's table ends with: trials, pruned, served from the cache, the best on the selection."""
+    """The line a search's table ends with: trials, pruned, served from the cache, the highest trial score on the
+    selection questions (a figure of the search, not a recommendation: the table's first line names that)."""
     studies = info.get("studies") or []
     trials = [t for s in studies for t in s["trials"]]
     count = {state: sum(1 for t in trials if t["state"] == state) for state in ("complete", "pruned", "fail")}
@@ -466,6 +467,6 @@ def search_text(info: Mapping[str, Any], metric: str) -> str:
         if s.get("best"):
             b = s["best"]
             where = f"{s['name']}: " if len(studies) > 1 else ""
-            line += (f" {where}best on its {s['selection_questions']} selection questions: {b['label']} {metric} "
-                     f"{b['value']:.3f} (trial {b['number'] + 1}).")
+            line += (f" {where}highest trial score on its {s['selection_questions']} selection questions: {metric} "
+                     f"{b['value']:.3f} (trial {b['number'] + 1}, {b['label']}).")
     return line + " Every trial, pruned ones with their partial score, in results.json under search."

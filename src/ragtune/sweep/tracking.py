@@ -5,9 +5,13 @@ be logged once it has run, or long after::
 
     parent run  (name: the folder's name; tags ragtune.role=sweep, the fingerprints, the ranking settings)
       params     ks, depth
-      metrics    configurations, the winner's score, the held-out figures (holdout_*, or folds_* for K folds)
+      tags       ragtune.recommended (the key of the one configuration the sweep recommends), its _label, _basis
+                 and _reason
+      metrics    configurations, the recommended configuration's score (recommended_<metric>; with a held-out
+                 figure, recommended_<metric>_in_sample and _held_out), the held-out figures (holdout_*, or folds_*)
       artifacts  results.json, report.html
-      child run per configuration  (tags ragtune.role=config, ragtune.config_key, ragtune.label, ...)
+      child run per configuration  (tags ragtune.role=config, ragtune.config_key, ragtune.label,
+                                    ragtune.is_recommended=true on the recommended one, ...)
         params     the pipeline configuration, flat: chunker, size, overlap, prefix, retriever, rrf_k, ...
         metrics    every mean (recall_at_10, mrr, ...), its interval (recall_at_10_ci_low/_ci_high), latency,
                    rank, and the comparison with the baseline on the sweep metric (recall_at_10_delta, _p_holm, ...)
@@ -145,7 +149,7 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
     selection = results.get("selection") or None
     folds = bool(selection and "folds" in selection)  # K-fold selection, else one held-out split
     usable = bool(selection and "problem" not in selection)
-    chosen = selection.get("chosen") if usable and not folds else None
+    recommended = results.get("recommended") or {}
     held = set(selection.get("held_out_ids") or []) if usable and not folds else None
     fold_wins = ({r["chosen"]: 0 for r in selection["per_fold"]} if usable and folds else {})
     for r in selection["per_fold"] if usable and folds else []:
@@ -168,10 +172,14 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
         notes.append((folds_text if folds else selection_text)(selection, metric))
     notes += [results.get("judged_note"), results.get("power_note")]
     parent.tags["mlflow.note.content"] = "\n\n".join(n for n in notes if n)[:_MAX_TAG]
-    if configs:
-        best = configs[0]
-        parent.tags.update({"ragtune.best": best["key"], "ragtune.best_label": best["label"]})
-        parent.metric(f"best_{metric}", best["metrics"].get(metric))
+    if recommended:  # the one configuration the sweep recommends: no other tag names a winner
+        parent.tags.update({"ragtune.recommended": recommended["key"],
+                            "ragtune.recommended_label": recommended["label"],
+                            "ragtune.recommended_basis": str(recommended.get("basis")),
+                            "ragtune.recommended_reason": str(recommended.get("reason"))[:_MAX_TAG]})
+        parent.metric(f"recommended_{m}_in_sample" if usable else f"recommended_{m}", recommended.get("in_sample"))
+        if recommended.get("held_out") is not None:
+            parent.metric(f"recommended_{m}_held_out", recommended["held_out"])
     parent.metric("significant", sum(1 for c in configs if (c.get("vs_baseline") or {}).get("p_holm") is not None
                                      and c["vs_baseline"]["p_holm"] < 0.05))
     kind = "folds" if folds else "holdout"
@@ -183,8 +191,6 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
             parent.metric("folds", selection["folds"])
             parent.metric("folds_questions", selection.get("questions"))
         else:
-            parent.tags.update({"ragtune.holdout.chosen": selection["chosen"],
-                                "ragtune.holdout.chosen_label": selection["chosen_label"]})
             parent.metric("holdout_share", selection["share"])
             parent.metric("holdout_selection_questions", selection.get("selection_questions"))
             parent.metric("holdout_held_out_questions", selection.get("held_out_questions"))
@@ -206,11 +212,10 @@ def _runs(results: Mapping[str, Any], state: Mapping[str, Any], out: Path, sweep
         run = _Run(c["label"], tags={**common, "ragtune.role": "config", "ragtune.config_key": c["key"],
                                      "ragtune.label": c["label"],
                                      "ragtune.is_baseline": str(c["key"] == results["baseline"]).lower(),
-                                     "ragtune.rank_could_change": str(c["key"] in moved).lower()})
+                                     "ragtune.rank_could_change": str(c["key"] in moved).lower(),
+                                     "ragtune.is_recommended": str(c["key"] == recommended.get("key")).lower()})
         if usable and folds:
             run.metric("folds_chosen", fold_wins.get(c["key"], 0))  # folds whose choice this configuration was
-        elif usable:
-            run.tags["ragtune.holdout_chosen"] = str(c["key"] == chosen).lower()
         _flat("", {k: v for k, v in (c.get("chunker_config") or {}).items() if k != "name"}, run.params)
         _flat("", c["config"], run.params)  # the configuration as the grid set it wins over resolved defaults
         run.metric("rank", rank)
