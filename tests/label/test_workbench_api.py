@@ -71,7 +71,7 @@ def test_from_no_file_to_judged_questions_every_change_on_disk_at_once(client, t
     assert q["status"] == "to judge" and "kettle.md#kettle" in [x["anchor"] for x in q["candidates"]]
     assert _grade(c, qid, "kettle.md#kettle", 2).status_code == 200
     row = json.loads(path.read_text())
-    assert "status" not in row and row["relevant"] == {"kettle.md#kettle": 2}
+    assert "status" not in row and row["relevant"] == ["kettle.md#kettle"]  # grade 2, the top: a list
     assert row["judgments"][0]["by"] == "ana" and row["judgments"][0]["pool"] == "workbench"
     _grade(c, qid, "oven.md#oven", 0)
     item = load_golden(path).items[0]  # strict: the accepted question scores
@@ -146,7 +146,7 @@ def test_pool_file_holes_in_corpus_order_not_rank_order(corpus, tmp_path):
     q = c.get("/api/question/q1").json()
     assert [x["anchor"] for x in q["candidates"]] == ["dishwasher.md#loading", "dishwasher.md#detergent",
                                                        "washing-machine.md#washing-machine"]
-    assert q["pool"] == 3 and q["candidates"][1]["grade"] == 1
+    assert q["pool"] == 3 and q["candidates"][1]["grade"] == 2  # a listed anchor: the top grade
     _grade(c, "q1", "dishwasher.md#loading", 0)
     item = load_golden(golden).items[0]
     assert item.judgments[0].pool == "p.jsonl"  # a hole of the pool file says so in its provenance

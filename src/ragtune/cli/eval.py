@@ -9,6 +9,7 @@ from ..answer.abstain import LearnedGate, calibrate_learned, load_gate
 from ..answer.gate import calibrate_retriever
 from ..config import parse_number
 from ..io import json_finite
+from ..evaluate.added import added_by_judging
 from ..evaluate.gate import check_gate, ci_gate
 from ..errors import ConfigError
 from ..evaluate.match import MatchOptions
@@ -42,8 +43,9 @@ def cmd_eval(args) -> int:
     result, extras = evaluate_reranking(pipeline, golden, candidates=args.candidates if args.rerank else None,
                                         budget_ms=args.budget_ms, ks=args.k, depth=args.depth, filters=flt,
                                         show_progress=True, k_unit=args.k_unit)
-    data = {**result.to_dict(), **({"answers": answers} if answers else {}), **extras}
-    text = render_eval(result, failures=args.failures) + (render_answer_metrics(answers) if answers else "")
+    added, note = _added(result, golden)
+    data = {**result.to_dict(), **({"answers": answers} if answers else {}), **extras, **added}
+    text = render_eval(result, failures=args.failures) + note + (render_answer_metrics(answers) if answers else "")
     table, usage = extras.get("candidates_table"), extras.get("rerank_usage")
     extra = [render_candidates(table, args.rerank, args.budget_ms) if table else extras.get("rerank_warning"),
              render_rerank_usage(usage) if usage else None]
@@ -79,6 +81,12 @@ def _estimated(args, data, text) -> tuple[dict, str]:
     return {**data, "estimate": est.to_dict()}, f"{text}\n{est.summary()}"
 
 
+def _added(result, golden) -> tuple[dict, str]:
+    """The relevant anchors judging added after authoring (recall is measured against more): JSON and a note."""
+    added = added_by_judging(result, golden)
+    return ({"added_by_judging": added.to_dict()}, "\n" + added.to_text()) if added else ({}, "")
+
+
 def _emit_gated(args, data, text) -> int:
     """Print the result; with --baseline, judge it with the regression gate (exit 1 on a real drop). A baseline
     that is a run file is scored as eval --run would: golden set, corpus and matching options."""
@@ -110,8 +118,9 @@ def cmd_eval_external(args) -> int:
                               ks=args.k, depth=args.depth, filters=args.filter, labels=args.labels,
                               request=EndpointOptions(**kwargs(EndpointOptions, args), headers=dict(args.header)),
                               match=MatchOptions(**kwargs(MatchOptions, args)))
-    return _emit_gated(args, json_finite(result.to_dict()),
-                       render_eval(result, failures=args.failures) + "\n" + render_outside(result))
+    added, note = _added(result, load_golden(args.golden, split=args.split, labels=args.labels))
+    return _emit_gated(args, json_finite({**result.to_dict(), **added}),
+                       render_eval(result, failures=args.failures) + note + "\n" + render_outside(result))
 
 
 def cmd_calibrate(args) -> int:

@@ -5,6 +5,11 @@ key (``X-API-Key`` on every API call; the page asks for it once); without a key,
 host name are refused (a DNS-rebinding page). Every change needs the header ``X-Ragtune-Workbench`` and a JSON
 body, which a cross-site form cannot send, and the page's Content-Security-Policy allows its own origin only.
 
+A question is *judged* when every section of its pool (a pool file's holes, or each pooled system's top ``depth``,
+and sections added by search) has a grade, or when it is marked unanswerable: then judged@k is 1 at the pool's
+depth for every pooled system. The header and the sidebar count that one thing (``complete``); an accepted
+question with sections left to grade is ``partly judged``.
+
 Sizes are bounded (:mod:`ragtune.label.limits`): a request body over ``max_body_bytes`` is answered 413 before it
 is read (from its ``Content-Length``, or as soon as the bytes read pass the limit), and a field over its limit 422,
 each with one message in ``error`` that the page shows; nothing is written.
@@ -49,36 +54,49 @@ class Workbench:
         self.touched: dict[str, None] = {}  # question ids changed this session, in order
         self.graded_at: list[float] = []  # time of each grade given this session
         self.added: dict[str, list[str]] = {}  # question id -> anchors added by search, not graded yet
-        self._sizes: dict[tuple[str, str, int], int] = {}  # (question, revision, added) -> pool size
+        self._sizes: dict[tuple[str, str, int], tuple[str, ...]] = {}  # (question, revision, added) -> pool
 
     # -- reading
 
     def question_row(self, item: GoldenItem) -> dict[str, Any]:
-        judged = len(item.judged_anchors)
-        pool = self._pool_size(item)
-        return {"id": item.id, "q": item.q, "tags": list(item.tags), "status": gf.status(item), "rev": revision(item),
-                "judged": judged, "pool": pool, "complete": self._complete(item, pool),
-                "origin": item.draft.get("origin"), "asked": item.draft.get("asked")}
+        """One question's row. ``status``: ``to judge``, ``draft``, ``partly judged`` (accepted, sections of its
+        pool left to grade), ``judged`` (every section of its pool graded) or ``unanswerable``; ``complete`` is
+        true for the last two, the questions the header counts as judged. ``authored`` and ``added``: its relevant
+        sections from its authoring and those judging added since (recall is measured against both). ``graded``:
+        how many sections of its ``pool`` have a grade (None: not pooled yet)."""
+        anchors = self._pool_anchors(item)
+        grades = item.judged_anchors
+        graded = None if anchors is None else sum(a in grades for a in anchors)
+        pool = None if anchors is None else len(anchors)
+        complete = self._complete(item, pool, graded)
+        status = gf.status(item)
+        if status == "accepted":
+            status = "judged" if complete else "partly judged"
+        return {"id": item.id, "q": item.q, "tags": list(item.tags), "status": status, "rev": revision(item),
+                "graded": graded, "pool": pool, "complete": complete, "authored": len(item.authored),
+                "added": len(item.added), "origin": item.draft.get("origin"), "asked": item.draft.get("asked")}
 
-    def _pool_size(self, item: GoldenItem) -> int | None:
+    def _pool_anchors(self, item: GoldenItem) -> tuple[str, ...] | None:
         if item.id not in self.candidates.pool and (item.id not in self.candidates._pooled or
                                                      self.candidates._pooled[item.id][0] != item.q):
             return None  # not pooled yet: known when the question is opened (or the warm-up reaches it)
         key = (item.id, revision(item), len(self.added.get(item.id, ())))
         if key not in self._sizes:  # the list is drawn after every change: never resolve every pool again
-            self._sizes[key] = len(self.candidates.for_question(item, self.added.get(item.id, ())))
+            self._sizes[key] = tuple(c.anchor for c in self.candidates.for_question(item, self.added.get(item.id, ())))
         return self._sizes[key]
 
     @staticmethod
-    def _complete(item: GoldenItem, pool: int | None) -> bool:
+    def _complete(item: GoldenItem, pool: int | None, graded: int | None) -> bool:
+        """Judged: marked unanswerable, or accepted with every section of its pool graded."""
         if gf.status(item) == "unanswerable":
             return True
-        return gf.status(item) == "judged" and pool is not None and len(item.judged_anchors) >= pool
+        return gf.status(item) == "accepted" and pool is not None and graded == pool
 
     def state(self) -> dict[str, Any]:
         items = self.golden.read()
         rows = [self.question_row(i) for i in items]
         return {"questions": rows, "progress": self.progress(items, rows), "judge": self.judge,
+                "depth": self.candidates.depth,
                 "golden": str(self.golden.path), "pool": self.pool_name, "traffic": self.log_path is not None,
                 "retrieval": {"ready": self.candidates.ready, "systems": list(self.candidates.systems),
                               "error": self.candidates.error}}
@@ -86,7 +104,7 @@ class Workbench:
     def progress(self, items: list[GoldenItem], rows: list[dict[str, Any]]) -> dict[str, Any]:
         done = sum(r["complete"] for r in rows)
         left = [r for r in rows if not r["complete"]]
-        to_grade = sum(max((r["pool"] or self.candidates.depth) - r["judged"], 0) for r in left)
+        to_grade = sum(max((r["pool"] or self.candidates.depth) - (r["graded"] or 0), 0) for r in left)
         gaps = [b - a for a, b in zip(self.graded_at, self.graded_at[1:]) if b - a <= PAUSE_S]
         pace = statistics.median(gaps) if gaps else None
         return {"questions": len(rows), "complete": done, "to_go": len(left), "grades_left": to_grade,

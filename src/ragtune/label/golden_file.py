@@ -13,6 +13,12 @@ question as it now is: nobody's judgment is overwritten silently.
 A question the workbench adds is a draft (``"status": "draft"``, never scored) until it is judged: it is accepted
 when a section is graded relevant (1 or more) or when it is marked unanswerable. A draft drafted by ``golden
 draft`` keeps the sections it was drafted from as a proposal (``draft.proposed``) until a person grades them.
+
+Grades are 0 (not relevant), 1 (partly) and 2 (answers it, :data:`ragtune.golden.TOP_GRADE`, what an anchor of a
+hand-written list ``relevant: [a, b]`` means). A grade that makes a section relevant on a question that already
+had relevant sections from its authoring elsewhere is recorded with ``"added": true``: judging added it after the
+question was authored, and eval and the page say that recall is now measured against more anchors
+(:attr:`GoldenItem.added`).
 """
 
 from __future__ import annotations
@@ -30,13 +36,14 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, GoldenConflictError, GoldenSetError
-from ..golden import GoldenItem, Judgment, parse_item
+from ..golden import TOP_GRADE, GoldenItem, Judgment, parse_item
 from ..io import check_writable, write_atomic
 
 __all__ = ["GoldenFile", "Conflict", "conflict", "revision", "GRADES"]
 
-GRADES = (0, 1, 2)  # not relevant, partly relevant, answers it
+GRADES = (0, 1, int(TOP_GRADE))  # not relevant, partly relevant, answers it (what a listed anchor means)
 ORIGINS = ("workbench", "import", "telemetry", "draft")
+AUTHORED_HERE = ("workbench", "import", "telemetry")  # questions whose relevant sections all come from judging here
 
 
 Conflict = GoldenConflictError
@@ -226,17 +233,24 @@ def grade(item: GoldenItem, anchor: str, value: float | None, *, by: str, pool: 
     """``item`` with ``anchor`` graded ``value`` by ``by`` (0 not relevant, 1 partly, 2 answers it; None
     withdraws the grade). The judgment record of that anchor replaces earlier ones (the label and its records
     must agree). A question becomes accepted when it has a relevant section; one that loses its last relevant
-    section goes back to judging (a draft), unless it was marked unanswerable."""
+    section goes back to judging (a draft), unless it was marked unanswerable. A relevant grade given to a section
+    that was not relevant, on a question that already had relevant sections from elsewhere (a hand-written golden
+    set, ``golden draft``), is recorded as ``added`` (and stays so when regraded): judging added it after the
+    question was authored. A question the workbench authored (added, imported, from traffic) has no such
+    record: its relevant sections all came from judging."""
     if value is not None and value not in GRADES:
         raise GoldenSetError(f"grade {value!r}: give 0 (not relevant), 1 (partly) or 2 (answers it)")
     relevant, judged = dict(item.relevant), dict(item.judged)
     was_answerable = bool(relevant)
+    was_added = any(j.added for j in item.judgments if j.anchor == anchor)
+    authored_here = item.draft.get("origin") in AUTHORED_HERE  # every relevant section of it came from judging
+    added = was_added or (was_answerable and anchor not in relevant and not authored_here)
     relevant.pop(anchor, None)
     judged.pop(anchor, None)
     records = [j for j in item.judgments if j.anchor != anchor]
     if value is not None:
         (relevant if value > 0 else judged)[anchor] = float(value)
-        records.append(Judgment(anchor, float(value), by, at or now(), pool))
+        records.append(Judgment(anchor, float(value), by, at or now(), pool, added=added and value > 0))
     status, notes = item.status, dict(item.draft)
     if relevant:
         status = None
@@ -268,8 +282,9 @@ def edit(item: GoldenItem, *, q: str | None = None, tags: Iterable[str] | None =
 
 
 def status(item: GoldenItem) -> str:
-    """``judged`` (a relevant section), ``unanswerable`` (accepted without one), ``draft`` (proposed by a
-    drafter, not yet judged) or ``to judge``."""
+    """``accepted`` (a relevant section), ``unanswerable`` (accepted without one), ``draft`` (proposed by a
+    drafter, not yet judged) or ``to judge``. Whether its whole pool is graded (``judged`` on the page) is the
+    app's to say: it knows the pool."""
     if item.status != "draft":
-        return "judged" if item.relevant else "unanswerable"
+        return "accepted" if item.relevant else "unanswerable"
     return "draft" if item.draft.get("proposed") else "to judge"

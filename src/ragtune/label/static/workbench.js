@@ -92,11 +92,20 @@ function drawProgress(p) {
   let t = `${p.complete} of ${p.questions} judged · ${p.to_go} to go`;
   if (p.minutes_left !== null) t += ` · ~${p.minutes_left} min left at ${p.seconds_per_grade.toFixed(1)} s per grade`;
   $("#progress-text").textContent = t;
+  $("#progress").title = JUDGED;
+}
+
+// One meaning of "judged" everywhere (header, sidebar, filter): every section of the question's pool has a grade
+// (judged@k 1 at the pool's depth for every pooled system), or the question is marked unanswerable.
+const JUDGED = "judged: every section of its pool (each system's top sections) has a grade, or marked unanswerable";
+
+function shown(q, status) {
+  return !status || (status === "judged" ? q.complete : q.status === status);
 }
 
 function visible() {
   const f = S.filter.toLowerCase();
-  return S.questions.filter((q) => (!S.status || q.status === S.status) &&
+  return S.questions.filter((q) => shown(q, S.status) &&
     (!f || q.q.toLowerCase().includes(f) || q.tags.some((t) => t.toLowerCase().includes(f))));
 }
 
@@ -106,21 +115,25 @@ function drawList() {
   const shown = visible();
   const by = {};
   for (const q of S.questions) by[q.status] = (by[q.status] || 0) + 1;
+  const judged = S.questions.filter((q) => q.complete).length;
   $("#counts").textContent = `${S.questions.length} question${S.questions.length === 1 ? "" : "s"}: ` +
-    ["to judge", "draft", "judged", "unanswerable"].map((s) => `${by[s] || 0} ${s}`).join(", ");
+    `${judged} judged` + (by.unanswerable ? ` (${by.unanswerable} unanswerable)` : "") + ", " +
+    ["partly judged", "to judge", "draft"].map((s) => `${by[s] || 0} ${s}`).join(", ");
+  $("#counts").title = JUDGED;
   for (const q of shown) {
     const li = document.createElement("li");
     li.dataset.id = q.id;
     if (q.id === S.current) li.className = "current";
     const b = document.createElement("span");
     b.className = "badge " + q.status.replace(" ", "-");
-    b.textContent = q.complete && q.status === "judged" ? "done" : q.status;
+    b.textContent = q.status;
     const t = document.createElement("span");
     t.className = "q";
     t.textContent = q.q;
     const n = document.createElement("span");
     n.className = "n";
-    n.textContent = `${q.judged} judged` + (q.pool !== null ? ` of ${q.pool}` : "") +
+    n.textContent = (q.pool !== null ? `${q.graded} of ${q.pool} graded` : "not pooled yet") +
+      (q.added ? ` · ${q.added} added by judging` : "") +
       (q.tags.length ? " · " + q.tags.join(", ") : "") + (q.asked ? ` · asked ${q.asked}×` : "");
     li.append(b, t, n);
     li.addEventListener("click", () => open(q.id));
@@ -170,11 +183,20 @@ function drawQuestion(q) {
     (q.asked ? ` · asked ${q.asked}×` : "");
   $("#unanswerable").textContent = q.status === "unanswerable" ? "Back to judging (U)" : "Unanswerable (u)";
   $("#accept-draft").hidden = !q.candidates.some((c) => c.proposed);
+  $("#q-added").textContent = addedNote(q);
   const graded = q.candidates.filter((c) => c.grade !== null).length;
   $("#pool-count").textContent = `${graded} of ${q.candidates.length} graded`;
   drawCards($("#pool"), q.candidates, "pool");
   drawCards($("#results"), S.results, "search");
   markFocus();
+}
+
+// Judging that adds relevant sections after the question was authored moves its recall: say so, with the counts.
+function addedNote(q) {
+  if (!q.added) return "";
+  const all = q.authored + q.added;
+  return `${q.added} relevant section${q.added === 1 ? "" : "s"} added by judging: recall is now measured against ` +
+    `${all} anchors, not the ${q.authored} authored, so it can fall with nothing else changed`;
 }
 
 function drawCards(box, cands, area) {
