@@ -33,7 +33,7 @@ import numpy as np
 from ..errors import ConfigError, CorpusNotFoundError
 
 __all__ = ["STRATA", "Stratum", "SampledHole", "PoolSample", "stratum_of", "rank_weight", "allocate",
-           "draw_sample", "read_pool_sample"]
+           "draw_sample", "read_pool_sample", "read_sampled"]
 
 STRATA: tuple[tuple[int, int], ...] = ((1, 1), (2, 3), (4, 6), (7, 10), (11, 20), (21, 50), (51, 10**9))
 """The depth strata: (first rank, last rank) of the best rank a hole was retrieved at."""
@@ -190,3 +190,12 @@ def read_pool_sample(path: str | os.PathLike[str]) -> PoolSample:
                    for s in meta.get("strata", []) if isinstance(s, Mapping))
     return PoolSample(int(meta.get("n", sum(h.sampled for h in holes))), int(meta.get("seed", 0)), strata,
                       tuple(holes))
+
+
+def read_sampled(path: str | os.PathLike[str]) -> dict[str, list[str]]:
+    """Question id -> the holes a pool file's sample drew, best rank first; empty when the pool holds no sample
+    (what the workbench serves first)."""
+    try:
+        return read_pool_sample(path).sampled()
+    except ConfigError:
+        return {}

@@ -423,6 +423,7 @@ def run_workbench(
 
     from ..corpus import load_corpus
     from ..judgments.pool import read_pool_file
+    from ..judgments.sample import read_sampled
     from ..serve.app import check_bind, check_port
     from ..serve.run import open_log
 
@@ -443,7 +444,7 @@ def run_workbench(
     except (KeyError, OSError):
         who = "anonymous"
     candidates = Candidates(corpus, pool=pooled, systems=[s.strip() for s in pool_systems.split(",") if s.strip()],
-                            depth=depth, embedder=embedder)
+                            depth=depth, embedder=embedder, sampled=read_sampled(pool) if pool else None)
     bench = Workbench(corpus, file, candidates, judge=who, pool_name=Path(pool).name if pool else None,
                       log_path=log_path, embedder=embedder)
     app = create_app(bench, api_key=api_key, host=host)

@@ -60,11 +60,13 @@ class Candidate:
 class Candidates:
     """Candidates and search over ``corpus``. ``pool`` maps question id -> hole anchors (a pool file's);
     ``systems`` are the first stages pooled on the spot, ``depth`` hits each; ``embedder`` for dense and hybrid.
+    ``sampled`` maps question id -> the holes a pool sample drew (``ragtune pool --sample N``): they are served
+    first, before the rest in corpus order, since the estimates need them judged.
     The retrievers are built on first use (or by :meth:`warm`, in a thread), once."""
 
     def __init__(self, corpus: Corpus, *, pool: dict[str, list[str]] | None = None,
                  systems: Sequence[str] = SYSTEMS, depth: int = 10, embedder: str | None = None,
-                 cache_dir: Any = None):
+                 cache_dir: Any = None, sampled: dict[str, list[str]] | None = None):
         unknown = [s for s in systems if s not in SYSTEMS]
         if unknown or not systems:
             raise ConfigError(f"pool systems {', '.join(unknown) or '(none)'}: choose from {', '.join(SYSTEMS)}, "
@@ -74,6 +76,8 @@ class Candidates:
         pool = {q: list(dict.fromkeys(corpus.readable_anchor(a) or a for a in anchors))
                 for q, anchors in (pool or {}).items()}
         self.corpus, self.pool, self.systems, self.depth = corpus, pool, tuple(systems), depth
+        self.sampled = {q: {corpus.readable_anchor(a) or a: n for n, a in enumerate(anchors)}
+                        for q, anchors in (sampled or {}).items()}
         self.embedder, self.cache_dir = embedder, cache_dir
         self._doc_index = {d.id: n for n, d in enumerate(corpus.documents)}
         self._pipelines: dict[str, Any] = {}
@@ -253,7 +257,8 @@ class Candidates:
         return anchors
 
     def for_question(self, item: GoldenItem, extra: Iterable[str] = ()) -> list[Candidate]:
-        """Every candidate of ``item`` (pool, graded anchors, proposed sections, ``extra``), in corpus order."""
+        """Every candidate of ``item`` (pool, graded anchors, proposed sections, ``extra``): the holes a pool sample
+        drew first (best rank first), then the rest in corpus order."""
         proposed = [str(a) for a in item.draft.get("proposed", [])] if isinstance(item.draft.get("proposed"), list) \
             else []
         # the question's own anchors first: a section it graded by a made-up id (#id5) keeps that card, and the
@@ -263,7 +268,8 @@ class Candidates:
         for a in anchors:
             c = self.section(a)
             seen.setdefault(self.corpus.readable_anchor(c.anchor) or c.anchor, c)
-        return sorted(seen.values(), key=lambda c: (c.order, c.anchor))
+        drawn = self.sampled.get(item.id, {})
+        return sorted(seen.values(), key=lambda c: (drawn.get(c.anchor, len(drawn)), c.order, c.anchor))
 
     def search(self, text: str, k: int = 10) -> list[Candidate]:
         """Sections for a judge's query (BM25, then dense when built), to add what the pool missed."""
