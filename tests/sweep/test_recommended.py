@@ -53,18 +53,21 @@ def _specs() -> list[PipelineConfig]:
                              for s in (64, 128))]
 
 
+def _lucky_and_broad():
+    grid = parse_grid({**SWEEP_GRID, "holdout": 0.25})
+    base, lucky, broad = _specs()
+    sel, held = split_questions([{"id": f"q{i:02d}", "tags": ["t"]} for i in range(N)], 0.25, grid.seed)
+    recs = [_record(base, [i % 2 for i in range(N)]),
+            _record(lucky, [int(f"q{i:02d}" in sel) for i in range(N)]),
+            _record(broad, [int(f"q{i:02d}" != sel[0]) for i in range(N)])]
+    return summarize(grid, recs), lucky, broad
+
+
 def test_a_holdout_choice_below_the_top_row_is_the_one_recommendation_everywhere(tmp_path):
     """'lucky' is perfect on the selection questions and useless held out; 'broad' misses one selection question and
     answers every held-out one: the table's top row (in-sample) is broad, the holdout chooses lucky, and every
     output names lucky, with the in-sample figures labelled as such."""
-    grid = parse_grid({**SWEEP_GRID, "holdout": 0.25})
-    base, lucky, broad = _specs()
-    sel, held = split_questions([{"id": f"q{i:02d}", "tags": ["t"]} for i in range(N)], 0.25, grid.seed)
-    first = sel[0]
-    recs = [_record(base, [i % 2 for i in range(N)]),
-            _record(lucky, [int(f"q{i:02d}" in sel) for i in range(N)]),
-            _record(broad, [int(f"q{i:02d}" != first) for i in range(N)])]
-    result = summarize(grid, recs)
+    result, lucky, broad = _lucky_and_broad()
     assert result.ranked()[0]["key"] == broad.key and result.selection()["chosen"] == lucky.key  # the premise
     result.write(tmp_path)
     write_report(result, tmp_path)
@@ -169,3 +172,21 @@ def test_a_search_whose_top_row_is_not_its_holdout_choice_names_the_choice_every
     assert set(named.values()) == {chosen}, named
     assert results["recommended"]["basis"] == "holdout" and "held out on the other" in printed.splitlines()[0]
     assert "best on its" not in printed  # the search line names no winner of its own
+
+
+def test_the_report_headline_card_is_the_recommendation_with_its_held_out_figure(tmp_path, browser):
+    result, lucky, broad = _lucky_and_broad()
+    path = write_report(result, tmp_path)
+    page = browser.new_page(viewport={"width": 900, "height": 1000})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.goto(path.as_uri())
+    page.wait_for_selector("#table table")
+    card = page.locator("#recommended").inner_text()
+    assert lucky.label in card and broad.label not in card and "held out" in card and "in-sample" in card
+    assert result.recommendation()["reason"] in card
+    tagged = page.locator("#table tbody tr", has=page.locator(".tag", has_text="recommended"))
+    assert tagged.count() == 1 and lucky.label in tagged.inner_text()
+    assert "(in-sample)" in page.locator("#table thead").inner_text()
+    assert errors == []
+    page.close()
