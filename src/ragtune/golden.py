@@ -133,9 +133,10 @@ class GoldenItem:
 
     @property
     def added(self) -> tuple[str, ...]:
-        """Relevant anchors that judging added after the question was authored (a judgment record with
-        ``added``); files written before the workbench recorded it have none."""
-        marked = {j.anchor for j in self.judgments if j.added}
+        """Relevant anchors that judging added after the question was authored: a judgment record with ``added``
+        (the workbench writes it), or a label only an LLM gave (``golden judge`` grades a pool's holes; scored with
+        ``labels="all"``). Files written before the workbench recorded ``added`` have no other."""
+        marked = {j.anchor for j in self.judgments if j.added} | set(self.llm_only)
         return tuple(a for a in self.relevant if a in marked)
 
     @property

@@ -70,3 +70,10 @@ def test_the_workbench_records_what_judging_added(tmp_path):
                             golden)
     assert note is not None and note.questions[0].to_text(5) == \
         "[q] recall@5 0.50 (was 1.00 against the 1 authored anchor; 1 relevant anchor added by judging)"
+
+
+def test_an_llm_label_on_an_authored_question_counts_as_added(tmp_path):
+    llm = {"anchor": "b", "grade": 1, "by": "llm:m1", "at": "2026-01-05T10:00:00Z", "pool": "pool.jsonl"}
+    path = _write(tmp_path / "g.jsonl", [{"id": "q", "q": "x", "relevant": ["a", "b"], "judgments": [llm]}])
+    assert load_golden(path, labels="all").items[0].added == ("b",)
+    assert load_golden(path).items[0].added == () and load_golden(path).items[0].relevant == {"a": 2.0}
