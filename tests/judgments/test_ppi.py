@@ -100,3 +100,72 @@ def test_people_subset_counts_a_question_only_when_people_judged_every_hole_the_
         GoldenItem("q2", "two", {"a.md#r": 1.0}, judged={"a.md#x": 0.0}),  # a.md#y: no person judged it
         GoldenItem("q3", "three", {"a.md#r": 1.0})])
     assert people_subset(judged, people) == (["q1", "q3"], ["q2"])
+
+
+def _files(tmp_path, people_by="ana"):
+    """A run of 40 questions (top 5 each), the judge's labels on every hole (too many relevant), and a person's
+    on the holes of 12 questions; a question's own relevant anchor ``g`` sits at rank 1 or outside the top 5."""
+    import json
+
+    rng = np.random.default_rng(5)
+    run, judged, people, truth = {}, [], [], {}
+    for i in range(40):
+        qid = f"q{i}"
+        hits = [f"d{i}.md#h{r}" for r in range(5)]
+        if i % 2:
+            hits[0] = f"d{i}.md#g"
+        run[qid] = hits
+        holes = [h for h in hits if not h.endswith("#g")]
+        truth[qid] = {h: float(rng.random() < 0.2) for h in holes}
+        judge = {h: float(g or rng.random() < 0.4) for h, g in truth[qid].items()}
+        judged.append({"id": qid, "q": f"question {i}?",
+                       "relevant": [f"d{i}.md#g", *[h for h, g in judge.items() if g]],
+                       "judged": [h for h, g in judge.items() if not g],
+                       "judgments": [{"anchor": h, "grade": g, "by": "llm:m"} for h, g in judge.items()]})
+        if i < 12:
+            people.append({"id": qid, "q": f"question {i}?",
+                           "relevant": [f"d{i}.md#g", *[h for h, g in truth[qid].items() if g]],
+                           "judged": [h for h, g in truth[qid].items() if not g],
+                           "judgments": [{"anchor": h, "grade": g, "by": people_by} for h, g in truth[qid].items()]})
+    paths = [tmp_path / n for n in ("run.json", "judged.jsonl", "people.jsonl")]
+    paths[0].write_text(json.dumps(run))
+    for p, rows in zip(paths[1:], (judged, people)):
+        p.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return paths, run, truth
+
+
+def test_golden_ppi_corrects_the_judges_precision_with_the_peoples_sample(tmp_path, capsys):
+    import json
+
+    from ragtune.cli import main
+
+    (run, judged, people), hits, truth = _files(tmp_path)
+    assert main(["golden", "ppi", str(run), "--judged", str(judged), "--people", str(people), "--metric",
+                 "precision@5", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    (e,) = data["estimates"]
+    assert (e["people"], e["questions"], data["people"][:2]) == (12, 40, ["q0", "q1"])
+    # by hand: precision@5 under the judge on all 40, under the people on the 12
+    judge_p = []
+    for line in judged.read_text().splitlines():
+        item = json.loads(line)
+        judge_p.append(sum(h in item["relevant"] for h in hits[item["id"]]) / 5)
+    people_p = [np.nan] * 40
+    for i in range(12):
+        people_p[i] = sum(h.endswith("#g") or truth[f"q{i}"].get(h) == 1.0 for h in hits[f"q{i}"]) / 5
+    expected = ppi_mean(judge_p, people_p)
+    assert e["estimate"] == pytest.approx(expected.estimate) and e["ci"] == pytest.approx([expected.low, expected.high])
+    assert e["naive"] > e["estimate"]  # the judge calls too much relevant
+    assert data["agreement"]["base_rate_b"] > data["agreement"]["base_rate_a"]
+    assert main(["golden", "ppi", str(run), "--judged", str(judged), "--people", str(people)]) == 0
+    out = capsys.readouterr().out
+    assert "people judged every hole of 12" in out and "precision@5" in out and "judge only" in out
+    assert "relevant 0." in out and "by the judge" in out and "prevalence index" in out and "PABAK" in out
+
+
+def test_golden_ppi_refuses_a_people_file_whose_labels_an_llm_gave(tmp_path, capsys):
+    from ragtune.cli import main
+
+    (run, judged, people), _, _ = _files(tmp_path, people_by="llm:other")
+    assert main(["golden", "ppi", str(run), "--judged", str(judged), "--people", str(people)]) == 2
+    assert "no question has every hole the judge labelled judged by a person" in capsys.readouterr().err

@@ -6,7 +6,7 @@ import json
 import time
 
 from ..corpus import load_corpus
-from ..judgments import agreement, llm_labels, pool
+from ..judgments import agreement, llm_labels, pool, ppi
 from ..golden import check_golden, load_golden
 from ..judgments.draft import draft_golden_set, review_drafts
 from .options import add_flags, call, kwargs
@@ -68,6 +68,8 @@ def add(sub) -> None:
     add_flags(command(golden, "judge", call(llm_labels.judge_pool), "grade a pool's holes with an LLM"), llm_labels.judge_pool)
     add_flags(command(golden, "agreement", call(agreement.golden_agreement), "kappa between two label sets",
                       output="the agreement"), agreement.golden_agreement)
+    add_flags(command(golden, "ppi", call(ppi.golden_ppi), "metrics filled by LLM labels, with prediction-powered "
+                      "intervals from a people-judged sample", output="the estimates"), ppi.golden_ppi)
     p = command(golden, "review", cmd_golden_review, "accept, edit or reject draft questions in the terminal")
     p.add_argument("drafts", help="the draft file (`ragtune golden draft --out`)")
     p.add_argument("--out", required=True, metavar="FILE", help="where accepted questions go (appended)")

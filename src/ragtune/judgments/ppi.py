@@ -29,9 +29,10 @@ known on the ``n`` questions of the people's subset ``L`` (a part of the ``N``):
   never worse.
 - the interval: :math:`\\hat\\theta \\pm t \\sqrt{\\operatorname{Var}}` (the central limit theorem over
   questions), ``t`` the Student quantile of the confidence with ``n - 1`` degrees of freedom, ``n - 2`` when
-  lambda is tuned on the same questions: the normal quantile's small-sample correction, without which 20
-  people-judged questions cover 91% instead of 95% (``bench/ppi.py``). The naive and classical intervals use
-  ``N - 1`` and ``n - 1``.
+  lambda is tuned on the same questions (and the residuals' variance over ``n - 2``, as a regression's): the
+  normal quantile's small-sample correction, without which 20 people-judged questions of a synthetic problem
+  covered 91% instead of 95%. The naive and classical intervals use ``N - 1`` and ``n - 1``. Coverage and widths
+  under a judge biased toward "relevant", on SciFact's qrels: ``bench/ppi.py`` and BENCHMARKS.md.
 
 What it needs: the subset drawn at random from the questions (the people judging every hole the judge labelled
 for those questions), and at least :data:`MIN_PEOPLE` of them; a subset picked for being easy is no sample and
@@ -46,13 +47,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from statistics import NormalDist
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
+from ..config import Opt
 from ..errors import ConfigError
 
-__all__ = ["PPIEstimate", "MIN_PEOPLE", "ppi_mean", "ppi_scores", "people_subset"]
+__all__ = ["PPIEstimate", "PPIReport", "MIN_PEOPLE", "ppi_mean", "ppi_scores", "people_subset", "ppi_run",
+           "golden_ppi", "t_quantile"]
 
 MIN_PEOPLE = 3  # questions the people judged, at least: a variance and a tuned lambda need three
 CONFIDENCE = 0.95
@@ -105,6 +108,7 @@ class PPIEstimate:
     n: int
     N: int
     confidence: float = CONFIDENCE
+    tuned: bool = False  # lambda tuned (PPI++), or given
 
     @property
     def width(self) -> float:
@@ -117,12 +121,12 @@ class PPIEstimate:
         return {"metric": self.metric, "estimate": self.estimate, "ci": [self.low, self.high], "lambda": self.lam,
                 "naive": self.naive, "naive_ci": [self.naive_low, self.naive_high], "classical": self.classical,
                 "classical_ci": [self.classical_low, self.classical_high], "people": self.n, "questions": self.N,
-                "confidence": self.confidence}
+                "confidence": self.confidence, "method": "ppi++" if self.tuned else "ppi"}
 
     def line(self) -> str:
         """``recall@5  0.712 [0.650, 0.774] (PPI++, lambda 0.83; judge only 0.801 [0.770, 0.832]; people only
         0.700 [0.590, 0.810]; 40 of 200 questions judged by people)``."""
-        kind = "PPI" if self.lam == 1.0 else f"PPI++, lambda {self.lam:.2f}"
+        kind = f"PPI++, lambda {self.lam:.2f}" if self.tuned else f"PPI, lambda {self.lam:.2f}"
         return (f"{self.metric}  {self.estimate:.3f} [{self.low:.3f}, {self.high:.3f}] ({kind}; judge only "
                 f"{self.naive:.3f} [{self.naive_low:.3f}, {self.naive_high:.3f}]; people only {self.classical:.3f} "
                 f"[{self.classical_low:.3f}, {self.classical_high:.3f}]; {self.n} of {self.N} questions judged by "
@@ -167,7 +171,7 @@ def ppi_mean(judge: Sequence[float], people: Sequence[float], *, metric: str = "
     classical, classical_half = float(yl.mean()), t_quantile(confidence, n - 1) * math.sqrt(s_y / n)
     return PPIEstimate(metric, estimate, estimate - half, estimate + half, lam, naive, naive - naive_half,
                        naive + naive_half, classical, classical - classical_half, classical + classical_half, n,
-                       big_n, confidence)
+                       big_n, confidence, tuned)
 
 
 def ppi_scores(judge: Mapping[str, Mapping[str, float]], people: Mapping[str, Mapping[str, float]],
@@ -205,3 +209,125 @@ def people_subset(judged: Any, people: Any) -> tuple[list[str], list[str]]:
         holes = [a for a in other.llm_only if a not in theirs or a in mine]
         (partial if holes else full).append(item.id)
     return full, partial
+
+
+DEFAULT_METRICS = ("recall@5", "precision@5", "ndcg@10")
+
+
+@dataclass(frozen=True)
+class PPIReport:
+    """What :func:`ppi_run` found for one run: an estimate per metric, which questions the people judged
+    (``people``, the ``n``; ``partial``: in the people's file, but with a hole the judge labelled that no person
+    did), the ``N`` questions scored, and the agreement of the people and the judge on the people's questions'
+    holes (base rates, kappa with prevalence, the calibration verdict)."""
+
+    run: str
+    judged: str
+    people_file: str
+    estimates: tuple[PPIEstimate, ...]
+    people: tuple[str, ...]
+    partial: tuple[str, ...]
+    questions: int
+    agreement: Any = None  # ragtune.judgments.agreement.Agreement, people (A) against the judge-filled labels (B)
+    notes: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run": self.run, "judged": self.judged, "people_file": self.people_file,
+                "estimates": [e.to_dict() for e in self.estimates], "people": list(self.people),
+                "partial": list(self.partial), "questions": self.questions,
+                "agreement": None if self.agreement is None else self.agreement.to_dict(), "notes": list(self.notes)}
+
+    def summary(self) -> str:
+        """The text ``ragtune golden ppi`` prints."""
+        e0 = self.estimates[0] if self.estimates else None
+        head = (f"{self.run}: {self.questions} answerable questions scored with the judge's labels ({self.judged}); "
+                f"people judged every hole of {len(self.people)} ({self.people_file})")
+        lines = [head]
+        if e0 is not None:
+            lines.append(f"prediction-powered {e0.confidence:.0%} intervals (the people's figure over every question, "
+                         "the judge's bias corrected by the people's questions):")
+            lines += [f"  {e.line()}" for e in self.estimates]
+        a = self.agreement
+        if a is not None and a.pairs:
+            def f(v: float) -> str:
+                return f"{v:.2f}" if math.isfinite(v) else "n/a"
+
+            lines.append(f"judge against people on those questions' holes ({a.pairs} pairs): relevant {f(a.base_rate_b)} "
+                         f"by the judge, {f(a.base_rate_a)} by the people; kappa {f(a.kappa)} with prevalence index "
+                         f"{f(a.prevalence_index)}, PABAK {f(a.pabak)}")
+            lines.append(f"  {a.verdict}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def ppi_run(run: Any, judged: Any, people: Any, *, corpus: Any = None, ks: Sequence[int] = (5, 10, 20),
+            metrics: Sequence[str] = DEFAULT_METRICS, lam: float | None = None,
+            confidence: float = CONFIDENCE) -> PPIReport:
+    """PPI estimates of ``metrics`` for the rankings in ``run`` (a run file or an eval result's JSON, as
+    :func:`~ragtune.evaluate.run.score_run_file` reads them), scored under golden set ``judged`` (the judge's
+    labels filling the holes) on every question and under ``people`` (the people's labels) on the questions whose
+    every hole a person judged (:func:`people_subset`)."""
+    from ..evaluate.run import score_run_file
+    from ..golden import GoldenSet
+    from .agreement import label_agreement
+
+    subset, partial = people_subset(judged, people)
+    keep = set(subset)
+    scored_judge = score_run_file(run, judged, corpus=corpus, ks=ks)
+    judge_scores = {q.id: q.scores for q in scored_judge.questions if q.answerable}
+    notes = []
+    if not keep:
+        raise ConfigError(f"{getattr(people, 'source', None) or 'the people-judged set'}: no question has every hole "
+                          f"the judge labelled judged by a person ({len(partial)} partly); judge the holes of a "
+                          "random sample of the questions")
+    mine = GoldenSet([i for i in people if i.id in keep], source=getattr(people, "source", None)).human()
+    scored_people = score_run_file(run, mine, corpus=corpus, ks=ks)
+    people_scores = {q.id: q.scores for q in scored_people.questions if q.answerable and q.id in judge_scores}
+    dropped = sorted(keep - set(people_scores))
+    if dropped:
+        notes.append(f"{len(dropped)} people-judged question(s) are left out, answerable under one label set and "
+                     f"not the other (e.g. {dropped[0]!r})")
+    if partial:
+        notes.append(f"{len(partial)} question(s) of the people's file have a hole the judge labelled and no person "
+                     f"did (e.g. {partial[0]!r}): left out of the people's subset")
+    notes.append("valid when the people's questions were drawn at random from these; a subset picked for being "
+                 "easy or hard biases the correction")
+    estimates = ppi_scores(judge_scores, people_scores, list(metrics), lam=lam, confidence=confidence)
+    holes = {(i.id, a) for i in judged if i.id in people_scores for a in i.llm_only}
+    agreement = label_agreement(mine, judged, only=holes, names=("people", "judge")) if holes else None
+    return PPIReport(str(run), str(getattr(judged, "source", None) or "judged"),
+                     str(getattr(people, "source", None) or "people"), tuple(estimates.values()),
+                     tuple(q for q in subset if q in people_scores), tuple(partial), len(judge_scores), agreement,
+                     tuple(notes))
+
+
+def golden_ppi(
+    run: Annotated[str, Opt("the rankings: a run file or an eval result's JSON (`ragtune eval --out FILE`)",
+                            flag="RUN")],
+    *,
+    judged: Annotated[str, Opt("the golden set whose holes an LLM judged (`ragtune golden judge` output)",
+                               metavar="FILE")],
+    people: Annotated[str, Opt("the golden set where people judged every hole of a random sample of the questions",
+                               metavar="FILE")],
+    corpus: Annotated[str | None, Opt("the corpus the run's hits are matched to (as eval --run)")] = None,
+    metric: Annotated[tuple[str, ...], Opt("a metric to estimate, e.g. recall@5 (repeat the flag for more)",
+                                           metavar="METRIC")] = DEFAULT_METRICS,
+    method: Annotated[Literal["ppi++", "ppi"], Opt("ppi++: lambda tuned to the judge's quality (never worse than "
+                                                    "the people alone); ppi: lambda 1")] = "ppi++",
+    confidence: Annotated[float, Opt("the intervals' confidence", lo=0.5, hi=0.999)] = CONFIDENCE,
+) -> PPIReport:
+    """Read the files and estimate (:func:`ppi_run`): ``ragtune golden ppi``."""
+    from ..golden import load_golden
+
+    cutoffs = sorted({int(m.split("@", 1)[1]) for m in metric if "@" in m and m.split("@", 1)[1].isdigit()})
+    docs = None
+    if corpus is not None:
+        from ..corpus import load_corpus
+
+        docs = load_corpus(corpus)
+    return ppi_run(run, load_golden(judged, labels="all"), load_golden(people, labels="all"), corpus=docs,
+                   ks=cutoffs or (5, 10, 20), metrics=metric, lam=1.0 if method == "ppi" else None,
+                   confidence=confidence)
