@@ -1,6 +1,6 @@
 """The learned abstention gate against the score threshold, held out, on SQuAD 2.0 dev and the docs sets at hand.
 
-    python bench/gate.py --retriever default --sample 2000 \\
+    python bench/gate.py --retriever default --seeds 10 \\
         docs=docs:docs/golden.jsonl \\
         fastapi=../shared/datasets/fastapi_docs/md/docs/en/docs:bench/golden/fastapi.jsonl \\
         rust-book=../shared/datasets/rust_book/md:bench/golden/rust-book.jsonl \\
@@ -10,10 +10,12 @@
 Each set is NAME=CORPUS:GOLDEN (GOLDEN a JSONL file, or a BEIR folder read with --split, as SQuAD 2.0 dev whose
 labels.jsonl marks the unanswerable questions). ``--retriever default`` is the default pipeline; ``bm25``,
 ``dense`` or ``hybrid`` change only the retriever. ``--sample N`` keeps N questions of a larger set (stratified,
-seed 0: the share of unanswerable questions is kept). For every set, ragtune.answer.abstain.calibrate_learned
-computes each question's features from its top k hits and reports the learned gate and the plain score
-threshold held out by the same stratified folds: abstention precision at recall 0.7, precision, recall and F1 at
-the threshold each gate chose on the training folds, answered rate, AUC. The gate alone (no generator).
+seed 0: the share of unanswerable questions is kept). For every set, ragtune.answer.abstain.golden_features
+computes each question's features from its top k hits, and compare_gates reports the learned gate and the plain
+score threshold held out by the same stratified folds: abstention precision at recall 0.7, precision, recall and
+F1 at the threshold each gate chose on the training folds, answered rate, AUC. The gate alone (no generator).
+With --seeds N the cross-validation is repeated with N fold seeds (the features once) and the means reported: a
+docs set's 3-8 unanswerable questions make one split's figures move in large steps.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import sys
 import numpy as np
 
 import ragtune as rt
-from ragtune.answer.abstain import calibrate_learned
+from ragtune.answer.abstain import compare_gates, golden_features
 from ragtune.golden import GoldenSet
 
 
@@ -51,7 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-k", type=int, default=5, help="contexts per answer (default 5)")
     ap.add_argument("--folds", type=int, default=5)
     ap.add_argument("--l2", type=float, default=1.0)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="the seed of --sample, and the first fold seed")
+    ap.add_argument("--seeds", type=int, default=1,
+                    help="repeat the cross-validation with this many fold seeds and report the means (default 1)")
     ap.add_argument("--json", help="write the figures as JSON")
     args = ap.parse_args(argv)
     rows, out = [], {}
@@ -63,18 +67,31 @@ def main(argv: list[str] | None = None) -> int:
         golden = _sample(golden, args.sample, args.seed)
         flags = {} if args.retriever == "default" else {"retriever": args.retriever}
         pipeline = rt.Pipeline.build(corpus, **flags)
-        cmp = calibrate_learned(pipeline.retriever, golden, pipeline.corpus, k=args.k, folds=args.folds,
-                                seed=args.seed, l2=args.l2, pipeline=pipeline.config.label)
-        out[name] = {"pipeline": pipeline.config.label, **cmp.to_dict()}
+        f = golden_features(pipeline.retriever, golden, pipeline.corpus, k=args.k)
+        runs = [compare_gates(f.x, f.unanswerable, f.names, folds=args.folds, seed=args.seed + i, l2=args.l2,
+                              k=args.k, empty=f.empty) for i in range(args.seeds)]
+        cmp = runs[0]
+        out[name] = {"pipeline": pipeline.config.label, "runs": [r.to_dict() for r in runs]}
         print(f"## {name} ({pipeline.config.label})\n{cmp.to_text()}\n", file=sys.stderr, flush=True)
-        for label, fig in (("score threshold", cmp.baseline), ("learned", cmp.learned)):
-            par = fig["precision_at_recall_0.7"]
+        for label, key in (("score threshold", "baseline"), ("learned", "learned")):
+            figs = [getattr(r, key) for r in runs]
+
+            def mean(field: str) -> str:
+                values = [g[field] for g in figs if g[field] is not None]
+                return format(float(np.mean(values)), ".3f") if values else "n/a"
+
+            f1 = [g["f1"] for g in figs]
+            spread = f" ({min(f1):.3f}-{max(f1):.3f})" if len(f1) > 1 else ""
+            kept = cmp.gate.selection.get("chosen", "all features") if key == "learned" else ""
             rows.append(f"| {name} | {pipeline.config.label} | {cmp.n_answerable}/{cmp.n_unanswerable} | {label} | "
-                        f"{'n/a' if par is None else format(par, '.3f')} | {fig['precision']:.3f} | "
-                        f"{fig['recall']:.3f} | {fig['f1']:.3f} | {fig['answered_rate']:.3f} | {fig['auc']:.3f} |")
+                        f"{mean('precision_at_recall_0.7')} | {mean('precision')} | {mean('recall')} | "
+                        f"{mean('f1')}{spread} | {mean('answered_rate')} | {mean('auc')} | "
+                        f"{kept} |")
+    print(f"means over {args.seeds} fold seed(s); F1 (min-max over seeds); kept: the features of the gate fitted "
+          "on every question")
     print("| set | pipeline | answerable/unanswerable | gate | precision at recall 0.7 | precision | recall | F1 | "
-          "answered | AUC |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "answered | AUC | kept |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
     if args.json:
         with open(args.json, "w") as fh:

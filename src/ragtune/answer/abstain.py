@@ -54,8 +54,9 @@ from ..errors import ConfigError
 from ..types import Ranking
 from .gate import calibrate_threshold
 
-__all__ = ["FEATURES", "GateComparison", "LearnedGate", "TermStats", "calibrate_learned", "compare_gates",
-           "cross_validate", "fit_logistic", "gate_figures", "load_gate", "question_features", "stratified_folds"]
+__all__ = ["FEATURES", "GateComparison", "GoldenFeatures", "LearnedGate", "TermStats", "calibrate_learned",
+           "compare_gates", "cross_validate", "fit_logistic", "gate_figures", "golden_features", "load_gate",
+           "precision_at_recall", "question_features", "stratified_folds"]
 
 FEATURES = ("top_score", "margin", "agreement", "rare_terms", "term_coverage", "sections", "documents")
 FORMAT = "ragtune-learned-gate"
@@ -522,11 +523,20 @@ def compare_gates(x: np.ndarray, unanswerable: Sequence[bool], names: Sequence[s
     return GateComparison(gate, base, learned, n, seed, int((~y).sum()), int(y.sum()), recall)
 
 
-def calibrate_learned(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, filters: Any = None,
-                      folds: int = 5, seed: int = 0, l2: float = 1.0, rare_share: float = 0.05,
-                      pipeline: str | None = None, show_progress: bool = False) -> GateComparison:
-    """Search every golden question, compute its features (top ``k``), and :func:`compare_gates`; the saved gate
-    records ``pipeline`` (the configuration's label) and the golden set it was fitted on."""
+@dataclass(frozen=True)
+class GoldenFeatures:
+    """Every golden question's features: ``x`` (one row each, columns ``names``), ``unanswerable``, and ``empty``
+    (nothing retrieved: always refused)."""
+
+    x: np.ndarray
+    unanswerable: np.ndarray
+    empty: np.ndarray
+    names: tuple[str, ...]
+
+
+def golden_features(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, filters: Any = None,
+                    rare_share: float = 0.05, show_progress: bool = False) -> GoldenFeatures:
+    """Search every golden question and compute its features from its top ``k`` hits."""
     from ..progress import progress_iter
     from ..retrieve.base import search
 
@@ -538,8 +548,19 @@ def calibrate_learned(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, f
         rows.append([values[f] for f in extract.names])
         y.append(not item.answerable)
         empty.append(not ranking.hits)
-    cmp = compare_gates(np.asarray(rows, dtype=np.float64).reshape(len(rows), len(extract.names)), y, extract.names,
-                        folds=folds, seed=seed, l2=l2, k=k, rare_share=rare_share, empty=empty)
+    x = np.asarray(rows, dtype=np.float64).reshape(len(rows), len(extract.names))
+    return GoldenFeatures(x, np.asarray(y, dtype=bool), np.asarray(empty, dtype=bool), extract.names)
+
+
+def calibrate_learned(retriever: Any, golden: Any, corpus: Any, *, k: int = 5, filters: Any = None,
+                      folds: int = 5, seed: int = 0, l2: float = 1.0, rare_share: float = 0.05,
+                      pipeline: str | None = None, show_progress: bool = False) -> GateComparison:
+    """:func:`golden_features`, then :func:`compare_gates`; the saved gate records ``pipeline`` (the
+    configuration's label) and the golden set it was fitted on."""
+    f = golden_features(retriever, golden, corpus, k=k, filters=filters, rare_share=rare_share,
+                        show_progress=show_progress)
+    cmp = compare_gates(f.x, f.unanswerable, f.names, folds=folds, seed=seed, l2=l2, k=k, rare_share=rare_share,
+                        empty=f.empty)
     fitted_on = {"golden": str(getattr(golden, "source", "") or ""), "answerable": cmp.n_answerable,
                  "unanswerable": cmp.n_unanswerable}
     return replace(cmp, gate=replace(cmp.gate, pipeline=pipeline, fitted_on=fitted_on))
