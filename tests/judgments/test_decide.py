@@ -1,7 +1,12 @@
 """Judge what decides (issue 40, item 3): the ``~`` mark means the decision could change at 95% confidence, and
 the holes that could change it are listed first, with a stop line."""
 
-from ragtune.judgments.decide import DecisionModel, decision_model, depth_rates
+import json
+
+import pytest
+
+from ragtune.judgments.decide import DecisionModel, decides_from_sweep, decision_model, depth_rates
+from ragtune.judgments.pool import Hole, Pool, PoolQuestion
 from ragtune.sweep import parse_grid, summarize
 from tests.helpers import SWEEP_GRID
 
@@ -35,23 +40,18 @@ def record(key, questions):
 def deciding_sweep():
     """The baseline finds the answer at rank 1 on q00-q14; b on those and q15-q17 (3 wins: not significant), and
     ranks an unjudged section first on q18-q20, where the baseline ranks a judged miss: one of those three holes
-    judged relevant makes b significantly better. Holes at rank 2 of b on q15-q17 could only shrink its wins."""
-    base, b = [], []
+    judged relevant makes b significantly better. c ranks other unjudged sections first on q15-q17: relevant, they
+    would only shrink b's wins there (a relevant anchor b did not find)."""
+    base, b, c = [], [], []
     for i in range(N):
         base.append(question(i, ["rel", "not"] if i < 15 else ["not", "not"]))
-        if i < 15:
-            b.append(question(i, ["rel", "not"]))
-        elif i < 18:
-            b.append(question(i, ["rel", f"doc.md#late{i}"]))
-        elif i < 21:
-            b.append(question(i, [f"doc.md#decides{i}", "not"]))
-        else:
-            b.append(question(i, ["not", "not"]))
-    return [record(BASE, base), record("b", b)]
+        b.append(question(i, ["rel", "not"] if i < 18 else [f"doc.md#decides{i}", "not"] if i < 21 else ["not", "not"]))
+        c.append(question(i, ["rel", "not"] if i < 15 else [f"doc.md#late{i}", "not"] if i < 18 else ["not", "not"]))
+    return [record(BASE, base), record("b", b), record("c", c)]
 
 
-def by_rank(question_id, anchor, rank):
-    return 0.5 if rank == 1 else 0.1
+def by_anchor(question_id, anchor, rank):
+    return 0.5 if "decides" in anchor else 0.1
 
 
 def test_holes_that_cannot_change_the_recommendation_leave_no_mark():
@@ -71,8 +71,8 @@ def test_holes_that_cannot_change_the_recommendation_leave_no_mark():
 
 def test_a_few_deciding_holes_mark_the_runner_up_and_come_first_with_the_stop_line_after_them():
     records = deciding_sweep()
-    model = DecisionModel(records, "recall@1", probability=by_rank, seed=0)
-    assert set(model.could_change(BASE)) == {"b"}  # better in 1 - 0.5^3 = 87.5% of the draws
+    model = DecisionModel(records, "recall@1", probability=by_anchor, seed=0)
+    assert set(model.could_change(BASE)) == {"b"}  # better in 1 - 0.5^3 = 87.5% of the draws; c never is
     decides = model.decides(BASE, "b")
     assert {h.anchor for h in decides.holes[:3]} == {f"doc.md#decides{i}" for i in (18, 19, 20)}
     assert {h.anchor for h in decides.holes[3:]} == {f"doc.md#late{i}" for i in (15, 16, 17)}
@@ -93,8 +93,8 @@ def test_a_settled_decision_has_nothing_to_judge():
 
 def test_the_same_seed_gives_the_same_marks_and_order():
     records = deciding_sweep()
-    one = DecisionModel(records, "recall@1", probability=by_rank, seed=7).decides(BASE, "b")
-    two = DecisionModel(records, "recall@1", probability=by_rank, seed=7).decides(BASE, "b")
+    one = DecisionModel(records, "recall@1", probability=by_anchor, seed=7).decides(BASE, "b")
+    two = DecisionModel(records, "recall@1", probability=by_anchor, seed=7).decides(BASE, "b")
     assert one == two and one.to_dict() == two.to_dict()
 
 
@@ -109,3 +109,62 @@ def test_the_fallback_rate_by_depth_and_what_the_model_covers():
                                                           for q in r["result"]["questions"]]}} for r in records]
     assert decision_model(plain, "recall@1") is None
 
+
+def test_the_sweep_table_marks_the_configuration_that_could_replace_the_recommended_one():
+    records = deciding_sweep()
+    res = summarize(GRID, records)
+    assert res.recommended()["key"] == BASE  # 3 wins of 30 are not significant: the baseline is kept
+    assert res.unsettled() == {"b"}
+    rows = [line for line in res.table().splitlines() if line[:3].strip().rstrip("~").isdigit()]
+    assert [r[2] for r in rows if "(baseline)" in r] == [" "] and [r[2] for r in rows if r.endswith(" b")] == ["~"]
+    note = res.judged_note()
+    assert "~ marks the 1 configuration(s)" in note and "could change at 95% confidence" in note
+    assert res.to_dict()["rank_could_change"] == ["b"]
+
+
+def write_sweep(folder, records, recommended):
+    (folder / "runs").mkdir(parents=True)
+    for r in records:
+        (folder / "runs" / f"{r['key']}.json").write_text(json.dumps(r))
+    (folder / "results.json").write_text(json.dumps({
+        "metric": "recall@1", "seed": 0, "recommended": {"key": recommended},
+        "configs": [{"key": r["key"], "label": f"label-{r['key']}"} for r in records]}))
+    return folder
+
+
+def test_decides_from_a_sweep_folder_names_configurations_by_label(tmp_path):
+    folder = write_sweep(tmp_path / "sweep", deciding_sweep(), BASE)
+    decides = decides_from_sweep(folder, probability=by_anchor)
+    assert (decides.recommended, decides.runner_up) == (BASE, "b") and decides.stop == 3
+    assert str(decides).startswith("judge what decides: label-b (runner-up) against label-" + BASE)
+    with pytest.raises(FileNotFoundError, match="give a sweep folder"):
+        decides_from_sweep(tmp_path)
+
+
+def test_pool_order_decides_puts_the_deciding_holes_first_in_the_pool_file(tmp_path):
+    decides = DecisionModel(deciding_sweep(), "recall@1", probability=by_anchor, seed=0).decides(BASE, "b")
+    holes = tuple(Hole(a, "doc.md", "", (("b", r),)) for a, r in (("doc.md#other18", 1), ("doc.md#decides18", 2)))
+    pool = Pool(10, ("b",), (PoolQuestion("q18", "question 18", 2, 0, holes),), decides=decides)
+    pool.to_jsonl(tmp_path / "pool.jsonl")
+    line = json.loads((tmp_path / "pool.jsonl").read_text())
+    assert [h["anchor"] for h in line["holes"]] == ["doc.md#decides18", "doc.md#other18"]
+    assert line["holes"][0]["before_stop"] is True and "decides" not in line["holes"][1]
+    assert "---- stop: with these 3 judged" in pool.summary()
+
+
+def test_the_pool_command_orders_by_a_sweep_and_says_when_nothing_decides(md_corpus, tmp_path, capsys):
+    from ragtune.cli import main
+    from tests.helpers import write_jsonl
+
+    anchor = "guide/billing.md#refunds"
+    q = {"id": "q1", "q": "refunds?", "answerable": True, "relevant": {anchor: 1.0}, "first_hit_rank": 1,
+         "anchor_ranks": {anchor: 1}, "retrieved": [{"anchor": anchor, "relevant": True, "judged": True},
+                                                   {"anchor": "faq.md#accounts", "relevant": False, "judged": False}]}
+    records = [{"key": k, "label": k, "spec": {}, "result": {"questions": [q]}} for k in ("base", "b")]
+    folder = write_sweep(tmp_path / "sweep", records, "base")
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": "q1", "q": "refunds?", "relevant": [anchor]}])
+    args = ["pool", str(folder), "--golden", str(golden), "--corpus", str(md_corpus), "--order", "decides"]
+    assert main(args) == 0
+    assert "the decision is already settled at 95% confidence: nothing to judge" in capsys.readouterr().out
+    assert main(["pool", str(folder / "runs" / "b.json"), *args[2:]]) == 2
+    assert "order 'decides' needs a sweep folder among the sources" in capsys.readouterr().err

@@ -29,7 +29,7 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from ..config import Opt
 from ..corpus import load_corpus
@@ -40,6 +40,7 @@ from ..evaluate.evaluate import covers
 from ..evaluate.hits import ExternalHit
 from ..evaluate.match import HitMatcher, MatchOptions, hits_to_ranking
 from ..evaluate.run import read_rankings
+from .decide import Decides, decides_from_sweep
 from .sample import PoolSample, draw_sample
 
 __all__ = ["Hole", "PoolQuestion", "Pool", "pool_runs", "read_pool_sources", "read_pool_file"]
@@ -84,6 +85,7 @@ class Pool:
     unmatched: int = 0  # hits in the pooled top depth that match nothing in the corpus (never holes)
     written: str | None = None  # the JSON Lines file pool_runs wrote, if any
     sample: PoolSample | None = None  # the holes drawn to judge (pool_runs(sample=N)), if any
+    decides: Decides | None = None  # the holes in the order that decides a sweep's recommendation (order="decides")
 
     def __str__(self) -> str:
         return self.summary()
@@ -108,6 +110,12 @@ class Pool:
             for h in line["holes"]:
                 s = drawn[h["anchor"]]
                 h.update(rank=s.rank, stratum=s.stratum, pi=s.pi, sampled=s.sampled)
+        if self.decides is not None:  # the holes that decide first, in that order
+            at = {h.anchor: i for i, h in enumerate(self.decides.holes, start=1) if h.question == q.id}
+            for h in line["holes"]:
+                if h["anchor"] in at:
+                    h.update(decides=at[h["anchor"]], before_stop=at[h["anchor"]] <= self.decides.stop)
+            line["holes"].sort(key=lambda h: h.get("decides", len(self.decides.holes) + 1))
         return line
 
     def summary(self) -> str:
@@ -120,6 +128,8 @@ class Pool:
                   for q in self.questions]
         if self.sample is not None:
             lines.append(self.sample.summary())
+        if self.decides is not None:
+            lines.append(str(self.decides))
         if self.unmatched:
             lines.append(f"{self.unmatched} hit(s) matched nothing in the corpus and were left out")
         if self.written is not None:
@@ -195,12 +205,17 @@ def pool_runs(
                                       "by depth, rank-weighted), written into the pool file", lo=1,
                                       metavar="N")] = None,
     seed: Annotated[int, Opt("seed of the --sample draw (the same seed draws the same holes)")] = 0,
+    order: Annotated[Literal["rank", "decides"], Opt(
+        "rank: holes best rank first; decides: by how much each hole's grade could change the recommendation of the "
+        "sweep folder among the sources (recommended vs runner-up), with the line after which judging can stop")] = "rank",
 ) -> Pool:
     """Pool the top ``depth`` of every run in ``sources`` (see :func:`read_pool_sources`): per golden question,
     the sections nobody judged, with which runs found each and at which rank. ``golden`` and ``corpus`` are
     loaded when given as paths; ``options`` say how the runs' hits match the corpus
     (:class:`~ragtune.evaluate.match.MatchOptions`); ``out`` writes the pool as JSON Lines. ``sample`` draws that
-    many holes to judge (:func:`~ragtune.judgments.sample.draw_sample`, reproducible from ``seed``)."""
+    many holes to judge (:func:`~ragtune.judgments.sample.draw_sample`, reproducible from ``seed``). ``order``
+    ``"decides"`` orders the holes by how much they could change the recommendation of the sweep folder among
+    ``sources`` (:func:`~ragtune.judgments.decide.decides_from_sweep`), with the stop line."""
     if isinstance(depth, bool) or not isinstance(depth, int) or depth < 1:
         raise ConfigError(f"pool depth must be a whole number >= 1 (the top k of each run), got {depth!r}")
     if not isinstance(golden, GoldenSet):
@@ -240,7 +255,14 @@ def pool_runs(
         questions.append(PoolQuestion(item.id, item.q, len(pooled), len(judged_anchors & pooled), tuple(found)))
     drawn = None if sample is None else draw_sample(
         {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in questions}, sample, seed=seed)
-    pool = Pool(depth, tuple(runs), tuple(questions), unmatched, None if out is None else str(out), drawn)
+    decides = None
+    if order == "decides":
+        sweeps = [s for s in sources if (Path(s) / "results.json").is_file()]
+        if not sweeps:
+            raise ConfigError("order 'decides' needs a sweep folder among the sources (`ragtune sweep --out DIR` "
+                              "writes one): the holes are ordered by how much they could change its recommendation")
+        decides = decides_from_sweep(sweeps[0])
+    pool = Pool(depth, tuple(runs), tuple(questions), unmatched, None if out is None else str(out), drawn, decides)
     if out is not None:
         pool.to_jsonl(out)
     return pool
