@@ -11,7 +11,10 @@ The golden-set story lives in three places, one concern each:
   - :mod:`.pool`: the unjudged sections in the union of several runs' top k, the next things to judge
     (``ragtune pool``);
   - :mod:`.llm_labels`: an LLM grades a pool's holes (``ragtune golden judge``, :func:`ragtune.judge_pool`);
-  - :mod:`.agreement`: Cohen's kappa and Kendall's tau between two label sets (``ragtune golden agreement``);
+  - :mod:`.agreement`: Cohen's kappa and Kendall's tau between two label sets, base rates, prevalence and the
+    calibration verdict (``ragtune golden agreement``);
+  - :mod:`.ppi`: metrics filled by LLM labels, corrected by a people-judged sample with prediction-powered
+    intervals (``ragtune golden ppi``);
   - :mod:`.draft`: drafting golden questions with an LLM for a person to accept (``ragtune golden draft`` and
     ``golden review``).
 - :mod:`ragtune.label` (near the top): the labelling workbench, where a person judges a pool in the browser.
