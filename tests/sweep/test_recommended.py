@@ -190,3 +190,16 @@ def test_the_report_headline_card_is_the_recommendation_with_its_held_out_figure
     assert "(in-sample)" in page.locator("#table thead").inner_text()
     assert errors == []
     page.close()
+
+
+def test_with_folds_equal_means_are_told_apart_as_the_table_ranks_them():
+    """Two configurations with the same recall@1 on every question: the ranking breaks the tie by mrr, and so does
+    the recommendation (not by label)."""
+    base, a, b = _specs()
+    hits = [int(i % 4 != 0) for i in range(N)]
+    ra, rb = _record(a, hits), _record(b, hits)
+    ra["result"]["metrics"]["mrr"] = 0.9  # a ranks above b, though b's label comes first
+    assert b.label < a.label
+    result = summarize(parse_grid({**SWEEP_GRID, "folds": 4, "samples": 200}),
+                       [_record(base, [i % 2 for i in range(N)]), ra, rb])
+    assert result.ranked()[0]["key"] == a.key == result.recommendation()["key"]

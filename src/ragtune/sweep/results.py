@@ -296,14 +296,16 @@ class SweepResult:
         return out
 
     def _folds_choice(self, sel: dict[str, Any]) -> str:
-        """The key the selection rule chooses on every answerable question, among every configuration evaluated."""
+        """The key the selection rule chooses on every answerable question, among every configuration evaluated;
+        equal means are told apart by the table's order (so with ``best`` it is the table's top row)."""
         from .holdout import choose, question_scores
 
         per = {r["key"]: question_scores(r["result"], self.metric) for r in self.records}
         ids = sorted(per[self.baseline_key])
+        order = {r["key"]: f"{n:08d}" for n, r in enumerate(self.ranked())}  # ties broken as the ranking breaks them
         return choose(per, list(per), ids, baseline_key=self.baseline_key, rule=sel.get("rule", "best"),
-                      labels={r["key"]: r["label"] for r in self.records}, lower_better=_lower_better(self.metric),
-                      test=self.grid.test, samples=self.grid.samples, seed=self.grid.seed)
+                      labels=order, lower_better=_lower_better(self.metric), test=self.grid.test,
+                      samples=self.grid.samples, seed=self.grid.seed)
 
     def _significant_choice(self) -> tuple[str, str, str]:
         """(key, basis, reason) without a held-out figure: the best-ranked configuration significantly better than
