@@ -169,3 +169,13 @@ def test_golden_ppi_refuses_a_people_file_whose_labels_an_llm_gave(tmp_path, cap
     (run, judged, people), _, _ = _files(tmp_path, people_by="llm:other")
     assert main(["golden", "ppi", str(run), "--judged", str(judged), "--people", str(people)]) == 2
     assert "no question has every hole the judge labelled judged by a person" in capsys.readouterr().err
+
+
+def test_eval_with_llm_labels_points_to_the_correction(tmp_path, capsys):
+    from ragtune.cli import main
+
+    (run, judged, _), _, _ = _files(tmp_path)
+    assert main(["eval", "--golden", str(judged), "--run", str(run), "--labels", "all"]) == 0
+    assert "LLM labels fill holes here and carry the judge's bias; `ragtune golden ppi`" in capsys.readouterr().out
+    assert main(["eval", "--golden", str(judged), "--run", str(run)]) == 0
+    assert "golden ppi" not in capsys.readouterr().out

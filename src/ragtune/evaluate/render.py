@@ -83,6 +83,9 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         f"{result.n_unanswerable} unanswerable (excluded from retrieval means); labels "
         + str(result.config.get("labels", "human"))
     )
+    if result.config.get("labels") == "all":
+        lines.append("labels all: LLM labels fill holes here and carry the judge's bias; `ragtune golden ppi` corrects "
+                     "these figures with the questions people judged")
     lat = result.latency_ms
     if lat:
         stages = ", ".join(f"{s} p50 {v['p50']:.1f} p95 {v['p95']:.1f}" for s, v in lat.get("stages", {}).items())
