@@ -143,7 +143,8 @@ def test_golden_ppi_corrects_the_judges_precision_with_the_peoples_sample(tmp_pa
     assert main(["golden", "ppi", str(run), "--judged", str(judged), "--people", str(people), "--metric",
                  "precision@5", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
-    (e,) = data["estimates"]
+    ((label, (e,)),) = [(r["label"], r["estimates"]) for r in data["runs"]]
+    assert label == str(run)
     assert (e["people"], e["questions"], data["people"][:2]) == (12, 40, ["q0", "q1"])
     # by hand: precision@5 under the judge on all 40, under the people on the 12
     judge_p = []
@@ -179,3 +180,30 @@ def test_eval_with_llm_labels_points_to_the_correction(tmp_path, capsys):
     assert "LLM labels fill holes here and carry the judge's bias; `ragtune golden ppi`" in capsys.readouterr().out
     assert main(["eval", "--golden", str(judged), "--run", str(run)]) == 0
     assert "golden ppi" not in capsys.readouterr().out
+
+
+def test_golden_ppi_estimates_every_configuration_of_a_sweep_by_its_metric(tmp_path, capsys):
+    import json
+
+    from ragtune.cli import main
+
+    (run, judged, people), hits, _ = _files(tmp_path)
+    sweep = tmp_path / "sweep"
+    (sweep / "runs").mkdir(parents=True)
+    configs = {"as-run": hits, "reversed": {q: h[::-1] for q, h in hits.items()}}
+    for key, by_q in configs.items():
+        result = {"config": {}, "metrics": {}, "questions": [
+            {"id": q, "retrieved": [{"anchor": h} for h in hs]} for q, hs in by_q.items()]}
+        (sweep / "runs" / f"{key}.json").write_text(json.dumps({"key": key, "label": key, "spec": {}, "result": result}))
+    (sweep / "results.json").write_text(json.dumps({"metric": "recall@1", "ks": [1, 5],
+                                                    "configs": [{"key": k, "label": k} for k in configs]}))
+    assert main(["golden", "ppi", str(sweep), "--judged", str(judged), "--people", str(people), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    runs = {r["label"]: r["estimates"] for r in data["runs"]}
+    assert list(runs) == ["as-run", "reversed"] and all([e["metric"] for e in v] == ["recall@1"] for v in runs.values())
+    single = main(["golden", "ppi", str(sweep / "runs" / "reversed.json"), "--judged", str(judged), "--people",
+                   str(people), "--metric", "recall@1", "--json"])
+    assert single == 0 and json.loads(capsys.readouterr().out)["runs"][0]["estimates"] == runs["reversed"]
+    assert main(["golden", "ppi", str(sweep), "--judged", str(judged), "--people", str(people)]) == 0
+    out = capsys.readouterr().out
+    assert "\n  as-run\n    recall@1  " in out and "\n  reversed\n    recall@1  " in out

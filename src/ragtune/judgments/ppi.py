@@ -45,6 +45,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from functools import lru_cache
 from statistics import NormalDist
 from typing import Annotated, Any, Literal
@@ -216,15 +217,16 @@ DEFAULT_METRICS = ("recall@5", "precision@5", "ndcg@10")
 
 @dataclass(frozen=True)
 class PPIReport:
-    """What :func:`ppi_run` found for one run: an estimate per metric, which questions the people judged
-    (``people``, the ``n``; ``partial``: in the people's file, but with a hole the judge labelled that no person
-    did), the ``N`` questions scored, and the agreement of the people and the judge on the people's questions'
-    holes (base rates, kappa with prevalence, the calibration verdict)."""
+    """What :func:`ppi_run` found: per run (``runs``: its label and an estimate per metric; one run, or every
+    configuration of a sweep), which questions the people judged (``people``, the ``n``; ``partial``: in the
+    people's file, but with a hole the judge labelled that no person did), the ``N`` questions scored, and the
+    agreement of the people and the judge on the people's questions' holes (base rates, kappa with prevalence,
+    the calibration verdict)."""
 
-    run: str
+    source: str
     judged: str
     people_file: str
-    estimates: tuple[PPIEstimate, ...]
+    runs: tuple[tuple[str, tuple[PPIEstimate, ...]], ...]
     people: tuple[str, ...]
     partial: tuple[str, ...]
     questions: int
@@ -235,21 +237,23 @@ class PPIReport:
         return self.summary()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"run": self.run, "judged": self.judged, "people_file": self.people_file,
-                "estimates": [e.to_dict() for e in self.estimates], "people": list(self.people),
-                "partial": list(self.partial), "questions": self.questions,
+        return {"source": self.source, "judged": self.judged, "people_file": self.people_file,
+                "runs": [{"label": label, "estimates": [e.to_dict() for e in est]} for label, est in self.runs],
+                "people": list(self.people), "partial": list(self.partial), "questions": self.questions,
                 "agreement": None if self.agreement is None else self.agreement.to_dict(), "notes": list(self.notes)}
 
     def summary(self) -> str:
         """The text ``ragtune golden ppi`` prints."""
-        e0 = self.estimates[0] if self.estimates else None
-        head = (f"{self.run}: {self.questions} answerable questions scored with the judge's labels ({self.judged}); "
-                f"people judged every hole of {len(self.people)} ({self.people_file})")
-        lines = [head]
-        if e0 is not None:
-            lines.append(f"prediction-powered {e0.confidence:.0%} intervals (the people's figure over every question, "
-                         "the judge's bias corrected by the people's questions):")
-            lines += [f"  {e.line()}" for e in self.estimates]
+        lines = [f"{self.source}: {self.questions} answerable questions scored with the judge's labels "
+                 f"({self.judged}); people judged every hole of {len(self.people)} ({self.people_file})"]
+        first = next((est[0] for _, est in self.runs if est), None)
+        if first is not None:
+            lines.append(f"prediction-powered {first.confidence:.0%} intervals (the people's figure over every "
+                         "question, the judge's bias corrected by the people's questions):")
+        for label, est in self.runs:
+            if len(self.runs) > 1:
+                lines.append(f"  {label}")
+            lines += [f"  {'  ' if len(self.runs) > 1 else ''}{e.line()}" for e in est]
         a = self.agreement
         if a is not None and a.pairs:
             def f(v: float) -> str:
@@ -263,30 +267,59 @@ class PPIReport:
         return "\n".join(lines)
 
 
+def _sweep_runs(folder: Path) -> tuple[list[tuple[str, Path]], str | None, list[int]]:
+    """A sweep folder's configurations as (label, runs/<key>.json), its metric and cutoffs."""
+    import json
+
+    from ..errors import CorpusNotFoundError
+
+    results = folder / "results.json"
+    if not results.is_file():
+        raise CorpusNotFoundError(f"{folder}: not a sweep output folder (no results.json); give a run file or a "
+                                  "sweep folder")
+    data = json.loads(results.read_text(encoding="utf-8"))
+    runs = []
+    for c in data.get("configs", []):
+        path = folder / "runs" / f"{c['key']}.json"
+        if not path.is_file():
+            raise CorpusNotFoundError(f"{path}: missing; estimating a sweep needs each configuration's stored rankings")
+        runs.append((str(c.get("label") or c["key"]), path))
+    return runs, data.get("metric"), list(data.get("ks") or [])
+
+
 def ppi_run(run: Any, judged: Any, people: Any, *, corpus: Any = None, ks: Sequence[int] = (5, 10, 20),
-            metrics: Sequence[str] = DEFAULT_METRICS, lam: float | None = None,
-            confidence: float = CONFIDENCE) -> PPIReport:
+            metrics: Sequence[str] = (), lam: float | None = None, confidence: float = CONFIDENCE) -> PPIReport:
     """PPI estimates of ``metrics`` for the rankings in ``run`` (a run file or an eval result's JSON, as
-    :func:`~ragtune.evaluate.run.score_run_file` reads them), scored under golden set ``judged`` (the judge's
-    labels filling the holes) on every question and under ``people`` (the people's labels) on the questions whose
-    every hole a person judged (:func:`people_subset`)."""
-    from ..evaluate.run import score_run_file
+    :func:`~ragtune.evaluate.run.score_run_file` reads them; or a sweep folder: every configuration's
+    ``runs/<key>.json``), scored under golden set ``judged`` (the judge's labels filling the holes) on every
+    question and under ``people`` (the people's labels) on the questions whose every hole a person judged
+    (:func:`people_subset`). ``metrics``: default :data:`DEFAULT_METRICS` for a run, the sweep metric for a
+    sweep."""
     from ..golden import GoldenSet
     from .agreement import label_agreement
 
     subset, partial = people_subset(judged, people)
     keep = set(subset)
-    scored_judge = score_run_file(run, judged, corpus=corpus, ks=ks)
-    judge_scores = {q.id: q.scores for q in scored_judge.questions if q.answerable}
-    notes = []
     if not keep:
         raise ConfigError(f"{getattr(people, 'source', None) or 'the people-judged set'}: no question has every hole "
                           f"the judge labelled judged by a person ({len(partial)} partly); judge the holes of a "
                           "random sample of the questions")
     mine = GoldenSet([i for i in people if i.id in keep], source=getattr(people, "source", None)).human()
-    scored_people = score_run_file(run, mine, corpus=corpus, ks=ks)
-    people_scores = {q.id: q.scores for q in scored_people.questions if q.answerable and q.id in judge_scores}
-    dropped = sorted(keep - set(people_scores))
+    folder = Path(run)
+    if folder.is_dir():
+        runs, sweep_metric, sweep_ks = _sweep_runs(folder)
+        metrics = tuple(metrics) or ((sweep_metric,) if sweep_metric else DEFAULT_METRICS)
+        ks = sorted({*ks, *sweep_ks})
+    else:
+        runs, metrics = [(str(run), folder)], tuple(metrics) or DEFAULT_METRICS
+    if not runs:
+        raise ConfigError(f"{run}: the sweep holds no configuration to estimate")
+    rows, used, notes, n_questions = [], set(subset), [], 0
+    for label, path in runs:
+        estimates, n_questions, scored = _estimates(path, judged, mine, corpus, ks, metrics, lam, confidence)
+        rows.append((label, estimates))
+        used &= scored
+    dropped = sorted(keep - used)
     if dropped:
         notes.append(f"{len(dropped)} people-judged question(s) are left out, answerable under one label set and "
                      f"not the other (e.g. {dropped[0]!r})")
@@ -295,26 +328,39 @@ def ppi_run(run: Any, judged: Any, people: Any, *, corpus: Any = None, ks: Seque
                      f"did (e.g. {partial[0]!r}): left out of the people's subset")
     notes.append("valid when the people's questions were drawn at random from these; a subset picked for being "
                  "easy or hard biases the correction")
-    estimates = ppi_scores(judge_scores, people_scores, list(metrics), lam=lam, confidence=confidence)
-    holes = {(i.id, a) for i in judged if i.id in people_scores for a in i.llm_only}
+    holes = {(i.id, a) for i in judged if i.id in used for a in i.llm_only}
     agreement = label_agreement(mine, judged, only=holes, names=("people", "judge")) if holes else None
     return PPIReport(str(run), str(getattr(judged, "source", None) or "judged"),
-                     str(getattr(people, "source", None) or "people"), tuple(estimates.values()),
-                     tuple(q for q in subset if q in people_scores), tuple(partial), len(judge_scores), agreement,
-                     tuple(notes))
+                     str(getattr(people, "source", None) or "people"), tuple(rows),
+                     tuple(q for q in subset if q in used), tuple(partial), n_questions, agreement, tuple(notes))
+
+
+def _estimates(path: Any, judged: Any, people: Any, corpus: Any, ks: Sequence[int], metrics: Sequence[str],
+               lam: float | None, confidence: float) -> tuple[tuple[PPIEstimate, ...], int, set[str]]:
+    """One run's estimates, its number of answerable questions under the judge, and the people's questions
+    scored (answerable under both label sets)."""
+    from ..evaluate.run import score_run_file
+
+    judge_scores = {q.id: q.scores for q in score_run_file(path, judged, corpus=corpus, ks=ks).questions
+                    if q.answerable}
+    people_scores = {q.id: q.scores for q in score_run_file(path, people, corpus=corpus, ks=ks).questions
+                     if q.answerable and q.id in judge_scores}
+    estimates = ppi_scores(judge_scores, people_scores, list(metrics), lam=lam, confidence=confidence)
+    return tuple(estimates.values()), len(judge_scores), set(people_scores)
 
 
 def golden_ppi(
-    run: Annotated[str, Opt("the rankings: a run file or an eval result's JSON (`ragtune eval --out FILE`)",
-                            flag="RUN")],
+    run: Annotated[str, Opt("the rankings: a run file, an eval result's JSON (`ragtune eval --out FILE`) or a sweep "
+                            "folder (every configuration)", flag="RUN")],
     *,
     judged: Annotated[str, Opt("the golden set whose holes an LLM judged (`ragtune golden judge` output)",
                                metavar="FILE")],
     people: Annotated[str, Opt("the golden set where people judged every hole of a random sample of the questions",
                                metavar="FILE")],
     corpus: Annotated[str | None, Opt("the corpus the run's hits are matched to (as eval --run)")] = None,
-    metric: Annotated[tuple[str, ...], Opt("a metric to estimate, e.g. recall@5 (repeat the flag for more)",
-                                           metavar="METRIC")] = DEFAULT_METRICS,
+    metric: Annotated[tuple[str, ...], Opt("a metric to estimate, e.g. recall@5 (repeat the flag for more; default "
+                                           "recall@5, precision@5 and ndcg@10 for a run, the sweep metric for a "
+                                           "sweep)", metavar="METRIC")] = (),
     method: Annotated[Literal["ppi++", "ppi"], Opt("ppi++: lambda tuned to the judge's quality (never worse than "
                                                     "the people alone); ppi: lambda 1")] = "ppi++",
     confidence: Annotated[float, Opt("the intervals' confidence", lo=0.5, hi=0.999)] = CONFIDENCE,
