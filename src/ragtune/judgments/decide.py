@@ -100,6 +100,7 @@ class _Question:
     # per configuration key: (first relevant rank, ranks holding a relevant hit, the relevant anchors' first ranks,
     # hole anchor -> the ranks it fills), ranks 1-based
     configs: dict[str, tuple[float, list[int], np.ndarray, dict[str, list[int]]]]
+    column: dict[str, int]  # hole anchor -> its index in holes
 
 
 def _parse_metric(metric: str) -> tuple[str, int | None]:
@@ -119,7 +120,7 @@ def _questions(records: Sequence[Mapping[str, Any]], cutoff: int | None) -> list
         for q in _answerable(record):
             item = by_id.get(q["id"])
             if item is None:
-                item = by_id[q["id"]] = _Question(q["id"], len(q.get("relevant") or ()), [], [], {})
+                item = by_id[q["id"]] = _Question(q["id"], len(q.get("relevant") or ()), [], [], {}, {})
             ranks: dict[str, list[int]] = {}
             relevant_ranks = []
             for rank, h in enumerate(q.get("retrieved", ()), start=1):
@@ -128,11 +129,11 @@ def _questions(records: Sequence[Mapping[str, Any]], cutoff: int | None) -> list
                 elif not h.get("judged") and (cutoff is None or rank <= cutoff):
                     ranks.setdefault(str(h["anchor"]), []).append(rank)
             for a, rs in ranks.items():
-                if a not in item.holes:
+                i = item.column.setdefault(a, len(item.holes))
+                if i == len(item.holes):
                     item.holes.append(a)
                     item.best_rank.append(rs[0])
                 else:
-                    i = item.holes.index(a)
                     item.best_rank[i] = min(item.best_rank[i], rs[0])
             first = q.get("first_hit_rank")
             anchor_ranks = [r for r in (q.get("anchor_ranks") or {}).values() if r is not None]
@@ -186,11 +187,10 @@ class DecisionModel:
         first, relevant_ranks, anchor_ranks, hole_ranks = q.configs[key]
         k = self.k or 0
         weight, rank = np.zeros(len(q.holes)), np.full(len(q.holes), np.inf)
-        for i, a in enumerate(q.holes):
-            rs = hole_ranks.get(a)
-            if rs:
-                rank[i] = rs[0]
-                weight[i] = sum(1 for r in rs if r <= k) if self.name == "precision" else float(rs[0] <= k)
+        for a, rs in hole_ranks.items():
+            i = q.column[a]
+            rank[i] = rs[0]
+            weight[i] = sum(1 for r in rs if r <= k) if self.name == "precision" else float(rs[0] <= k)
         base = (first if self.name == "mrr" else sum(1 for r in relevant_ranks if r <= k) if self.name == "precision"
                 else float(np.count_nonzero(anchor_ranks <= k)))
         self._parts_memo[(qi, key)] = (base, weight, rank)
