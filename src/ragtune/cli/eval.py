@@ -73,11 +73,13 @@ def check_gate_pipeline(gate, pipeline) -> None:
 
 def _estimated(args, data, text) -> tuple[dict, str]:
     """--pool-sample FILE: recall and precision estimated from the judged draws of a pool sample, 95% intervals."""
+    from ..corpus import load_corpus
     from ..judgments.estimate import estimate_metrics
     from ..judgments.sample import read_pool_sample
 
+    corpus = load_corpus(args.corpus) if getattr(args, "corpus", None) else None  # chunks cover holes by span
     est = estimate_metrics(data, load_golden(args.golden, split=args.split, labels=args.labels),
-                           read_pool_sample(args.pool_sample))
+                           read_pool_sample(args.pool_sample), corpus=corpus)
     return {**data, "estimate": est.to_dict()}, f"{text}\n{est.summary()}"
 
 

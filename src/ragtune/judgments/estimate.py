@@ -6,13 +6,15 @@ estimated by inverse-probability weighting, :math:`\\hat p_h = \\frac{1}{N_h} \\
 (the Horvitz-Thompson total over the stratum's size; :math:`S_h` the judged draws, :math:`y_i` = 1 when judged
 relevant; a drawn hole nobody judged yet is left out, :math:`m_h` counting the judged ones: missing at random).
 Each hole's relevance is then known (judged, drawn or not) or expected at its stratum's rate
-(:func:`hole_relevance`), as infAP infers the unsampled documents, and per question, with :math:`B` relevant
-anchors judged before the pool (not holes), :math:`p_i` each hole's relevance:
+(:func:`hole_relevance`), as infAP infers the unsampled documents. Per question, with :math:`R` relevant anchors
+judged (before the pool, or drawn and judged), :math:`R_k` of them covered in the top k, and :math:`p_i` each
+unjudged hole's rate:
 
-- recall@k :math:`= (A_k + \\sum_{i \\in top k} p_i) / (B + \\sum_i p_i)`, :math:`A_k` of the :math:`B` covered
-  in the top k;
-- precision@k :math:`= (F_k + \\sum_i p_i m_{ik}) / k`, :math:`F_k` the top-k ranks covering one of the :math:`B`,
-  :math:`m_{ik}` the top-k ranks whose chunk is hole :math:`i`.
+- recall@k :math:`= (R_k + \\sum_{i \\in C_k} p_i) / (R + \\sum_i p_i)`, :math:`C_k` the unjudged holes a top-k
+  chunk covers;
+- precision@k :math:`= \\frac{1}{k} \\sum_{r \\le k} v_r`, :math:`v_r` = 1 when rank :math:`r` covers a judged
+  relevant anchor, else the chance one of the unjudged holes it covers is relevant,
+  :math:`1 - \\prod_{i \\in r} (1 - p_i)` (0 for a chunk covering none).
 
 The interval is the estimate :math:`\\pm 1.96` standard errors, the variance by linearisation: with
 :math:`d_i` the slope of the mean in unjudged hole :math:`i`'s relevance,
@@ -38,8 +40,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ConfigError
-from ..evaluate.evaluate import EvalResult
+from ..errors import ConfigError, UnknownAnchorError
+from ..evaluate.evaluate import EvalResult, covers
 from ..golden import GoldenItem, GoldenSet
 from .sample import PoolSample, SampledHole
 
@@ -162,10 +164,12 @@ def _read_result(result: EvalResult | Mapping[str, Any]) -> tuple[list[Any], dic
 
 
 def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, sample: PoolSample, *,
-                     ks: Sequence[int] | None = None, z: float = Z95) -> SampledEstimate:
+                     corpus: Any = None, ks: Sequence[int] | None = None, z: float = Z95) -> SampledEstimate:
     """Estimate recall@k and precision@k of ``result`` (an eval over ``golden`` after the drawn holes of
     ``sample`` were judged: an :class:`EvalResult` or its ``to_dict()``) with ``z``-standard-error intervals (95%
-    by default); see the module docstring."""
+    by default); see the module docstring. With ``corpus`` (anything with ``resolve(anchor)``) a retrieved chunk
+    stands for every unjudged hole whose span it :func:`~ragtune.evaluate.covers`, as eval scores it; without, for
+    the hole named by its anchor only."""
     questions_all, metrics, result_ks = _read_result(result)
     ks = tuple(ks or result_ks)
     if any(k > max(result_ks) for k in ks):
@@ -184,27 +188,29 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     grad: dict[str, dict[str, float]] = {}  # metric -> stratum -> d(mean) / d(stratum rate)
     squares: dict[str, dict[str, float]] = {}  # metric -> stratum -> sum of (d(mean) / d(y_i))^2 over unjudged holes
     for q in questions:
-        mine = holes.get(q.id, [])
-        pool = {h.anchor for h in mine}
         item = items[q.id]
-        base = [a for a in q.relevant if a not in pool]
-        top = [(r.get("anchor"), bool(r.get("relevant")), bool(r.get("judged"))) for r in q.retrieved]
-        outside += sum(1 for a, _, j in top if not j and a not in pool)
-        first = {}
-        for r, (a, _, _) in enumerate(top, start=1):
-            first.setdefault(a, r)
-        p = {h.anchor: prob[q.id][h.anchor] for h in mine}
-        unknown = {h.anchor: h.stratum for h in mine if h.anchor not in item.judged_anchors}
-        den = len(base) + sum(p.values())
+        unknown = {h.anchor: h.stratum for h in holes.get(q.id, []) if h.anchor not in item.judged_anchors}
+        p = {a: prob[q.id][a] for a in unknown}
+        top = list(q.retrieved)
+        hit = _covering(top, unknown, corpus)
+        outside += sum(1 for r, hs in zip(top, hit) if not r.get("judged") and not hs)
+        den = len(q.relevant) + sum(p.values())
         for k in ks:
-            covered = {h.anchor for h in mine if (q.anchor_ranks.get(h.anchor) or first.get(h.anchor) or math.inf) <= k}
-            num = sum(1 for a in base if (q.anchor_ranks.get(a) or math.inf) <= k) + sum(p[a] for a in covered)
+            covered = set().union(*hit[:k])
+            num = sum(1 for r in q.anchor_ranks.values() if r is not None and r <= k) + sum(p[a] for a in covered)
             _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q,
                  [(s, ((a in covered) / den - num / den**2) if den else 0.0) for a, s in unknown.items()])
-            counts = {a: sum(1 for b, _, _ in top[:k] if b == a) for a in pool}
-            f_k = sum(1 for a, rel, _ in top[:k] if rel and a not in pool)
-            _add(est, grad, squares, f"precision@{k}", (f_k + sum(p[a] * counts[a] for a in pool)) / k, n_q,
-                 [(s, counts[a] / k) for a, s in unknown.items()])
+            value, slope = 0.0, dict.fromkeys(unknown, 0.0)
+            for r, hs in zip(top[:k], hit[:k]):
+                if r.get("relevant"):
+                    value += 1.0
+                    continue
+                miss = [1.0 - p[a] for a in hs]
+                value += 1.0 - math.prod(miss)
+                for i, a in enumerate(hs):
+                    slope[a] += math.prod(miss[:i] + miss[i + 1:])
+            _add(est, grad, squares, f"precision@{k}", value / k, n_q,
+                 [(s, slope[a] / k) for a, s in unknown.items()])
     intervals = []
     for name in ESTIMATED:
         for k in ks:
@@ -218,6 +224,23 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
     return SampledEstimate(tuple(intervals), n_q, drawn, judged, outside)
+
+
+def _covering(top: list[Mapping[str, Any]], unknown: Mapping[str, str], corpus: Any) -> list[set[str]]:
+    """Per retrieved rank, the unjudged holes its chunk covers (by span with a corpus, else by its anchor)."""
+    if corpus is None:
+        return [{r.get("anchor")} & set(unknown) for r in top]  # type: ignore[operator]
+    spans = {}
+    for a in unknown:
+        try:
+            spans[a] = corpus.resolve(a)
+        except UnknownAnchorError:
+            continue
+    out = []
+    for r in top:
+        chunk = SimpleNamespace(doc_id=r.get("doc_id"), start=int(r.get("start") or 0), end=int(r.get("end") or 0))
+        out.append({a for a, span in spans.items() if covers(chunk, span)} or ({r.get("anchor")} & set(unknown)))
+    return out
 
 
 def _add(est: dict[str, float], grad: dict[str, dict[str, float]], squares: dict[str, dict[str, float]], key: str,

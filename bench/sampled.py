@@ -1,0 +1,205 @@
+"""Sampled judgments, validated by simulation (issue 40, item 3): do the 95% intervals cover the truth?
+
+    python bench/sampled.py --out out/bench-sampled \\
+        docs:docs/golden.jsonl \\
+        fastapi:../shared/datasets/fastapi_docs/md/docs/en/docs:bench/golden/fastapi.jsonl
+
+For each set (NAME:CORPUS:GOLDEN, or docs:GOLDEN for ragtune's own docs folder): the first ``--questions`` (20)
+answerable questions; the top 10 of every configuration of the demo grid (``examples/demo-grid.toml``: its grid
+and its baseline) pooled with :func:`ragtune.judgments.pool.pool_runs` (depth 10, the golden set's own judgments
+excluded, so the holes are what nobody judged).
+
+The truth: nobody judged every hole, so a model labels them all, and its labels serve as the truth of the
+simulation (not as relevance a person would give): all-MiniLM-L6-v2 (int8 ONNX, the bundled ``minilm`` embedder)
+cosine between the question and the section's text, relevant when at least ``--threshold`` (0.5). The golden
+set's own relevant anchors stay relevant.
+
+Then the truth is hidden: for each sample share (10%, 25%, 50% of the holes) and ``--draws`` seeds (200), a pool
+sample is drawn (:func:`ragtune.judgments.sample.draw_sample`), only the drawn holes are judged (with the truth),
+every configuration is scored on that golden set, and :func:`ragtune.judgments.estimate.estimate_metrics` gives
+recall@k and precision@k with 95% intervals. Reported per set and share: how often the interval covers the
+configuration's figure under full judgments (over draws x configurations x metrics), the mean interval width,
+and the width of the worst/best bounds eval gives from the same judgments (recall: judged-only to every unjudged
+hit relevant; precision: the same, from the unjudged share of the top k).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+KS = (5, 10)
+
+
+def _sets(specs: list[str]) -> list[tuple[str, str, str]]:
+    out = []
+    for spec in specs:
+        parts = spec.split(":")
+        if len(parts) == 2:
+            out.append((parts[0], "docs", parts[1]))
+        elif len(parts) == 3:
+            out.append((parts[0], parts[1], parts[2]))
+        else:
+            raise SystemExit(f"{spec}: expected NAME:CORPUS:GOLDEN or NAME:GOLDEN")
+    return out
+
+
+def _rankings(corpus, golden, specs, folder: Path):
+    """Configuration label -> question id -> Ranking (top 10), and one eval result file per configuration."""
+    from ragtune.evaluate.evaluate import evaluate_rankings
+    from ragtune.paths import default_cache_dir
+    from ragtune.pipeline import Resources, build_pipeline
+
+    folder.mkdir(parents=True, exist_ok=True)
+    resources = Resources(cache_dir=default_cache_dir())
+    out = {}
+    for n, spec in enumerate(specs):
+        pipeline = build_pipeline(corpus, spec, resources=resources)
+        rankings = {item.id: pipeline.retriever.search(item.q, k=10) for item in golden}
+        out[spec.label] = rankings
+        evaluate_rankings(rankings, golden, corpus, ks=KS).to_json(folder / f"c{n:02d}.json")
+    return out
+
+
+def _truth(corpus, golden, pool, threshold: float):
+    """Question id -> hole anchor -> 1.0 / 0.0: the model's labels of every hole."""
+    from ragtune.embed import get_embedder
+
+    emb = get_embedder("minilm")
+    labels = {}
+    for q in pool.questions:
+        if not q.holes:
+            labels[q.id] = {}
+            continue
+        texts = []
+        for h in q.holes:
+            span = corpus.resolve(h.anchor)
+            doc = corpus[span.doc_id]
+            end = span.section.own_end if span.section is not None else span.end
+            texts.append((h.title + "\n" + doc.text[span.start:end])[:2000])
+        qv = np.asarray(emb.embed_queries([q.q]))[0]
+        dv = np.asarray(emb.embed(texts))
+        cos = dv @ qv / (np.linalg.norm(dv, axis=1) * np.linalg.norm(qv) + 1e-12)
+        labels[q.id] = {h.anchor: float(c >= threshold) for h, c in zip(q.holes, cos)}
+    return labels
+
+
+def _judged(golden, labels):
+    """The golden set with the holes in ``labels`` (question -> anchor -> 0/1) judged."""
+    from ragtune.golden import GoldenSet
+
+    items = []
+    for item in golden:
+        mine = labels.get(item.id, {})
+        relevant = {**item.relevant, **{a: 1.0 for a, y in mine.items() if y}}
+        judged = {**item.judged, **{a: float(y) for a, y in mine.items()}}
+        items.append(dataclasses.replace(item, relevant=relevant, judged=judged))
+    return GoldenSet(items)
+
+
+def _precision_best(result, k: int) -> float:
+    """precision@k if every unjudged hit in the top k were relevant."""
+    qs = [q for q in result.questions if q.answerable]
+    return float(np.mean([sum(r["relevant"] or not r["judged"] for r in q.retrieved[:k]) / k for q in qs]))
+
+
+def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
+    import ragtune as rt
+    from ragtune.evaluate.evaluate import evaluate_rankings
+    from ragtune.golden import GoldenSet
+    from ragtune.judgments.estimate import estimate_metrics
+    from ragtune.judgments.pool import pool_runs
+    from ragtune.judgments.sample import draw_sample
+    from ragtune.sweep.grid import load_grid
+
+    corpus = rt.load_corpus(corpus_path)
+    golden = GoldenSet([i for i in rt.load_golden(golden_path) if i.answerable][: args.questions])
+    grid = load_grid(args.grid).resolved(corpus.kind)
+    t0 = time.perf_counter()
+    runs = _rankings(corpus, golden, grid.all_specs[: args.configs or None], out / name / "runs")
+    pool = pool_runs(sorted((out / name / "runs").glob("*.json")), golden, corpus, depth=10)
+    holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+    n_holes = sum(len(h) for h in holes.values())
+    labels = _truth(corpus, golden, pool, args.threshold)
+    relevant = sum(sum(v.values()) for v in labels.values())
+    full = _judged(golden, labels)
+    truth = {c: evaluate_rankings(r, full, corpus, ks=KS).metrics for c, r in runs.items()}
+    print(f"{name}: {len(runs)} configurations, {len(golden)} questions, {n_holes} holes, {relevant:.0f} relevant by "
+          f"the model ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    rows = {}
+    for share in [float(x) for x in args.shares.split(",")]:
+        n = max(int(round(share * n_holes)), 1)
+        cover: dict[str, list[bool]] = {}
+        width: dict[str, list[float]] = {}
+        bounds: dict[str, list[float]] = {}
+        t1 = time.perf_counter()
+        for seed in range(args.draws):
+            sample = draw_sample(holes, n, seed=seed)
+            drawn = {}
+            for h in sample.holes:
+                if h.sampled:
+                    drawn.setdefault(h.question, {})[h.anchor] = labels[h.question][h.anchor]
+            judged = _judged(golden, drawn)
+            for c, r in runs.items():
+                res = evaluate_rankings(r, judged, corpus, ks=KS)
+                est = estimate_metrics(res, judged, sample, corpus=corpus)
+                for i in est.intervals:
+                    cover.setdefault(i.metric, []).append(i.low - 1e-9 <= truth[c][i.metric] <= i.high + 1e-9)
+                    width.setdefault(i.metric, []).append(i.high - i.low)
+                    k = int(i.metric.split("@")[1])
+                    best = res.metrics[f"recall_upper@{k}"] if i.metric.startswith("recall") else _precision_best(res, k)
+                    bounds.setdefault(i.metric, []).append(best - res.metrics[i.metric])
+        rows[f"{share:.0%}"] = {
+            "n": n,
+            "coverage": {m: float(np.mean(v)) for m, v in cover.items()},
+            "width": {m: float(np.mean(v)) for m, v in width.items()},
+            "bounds_width": {m: float(np.mean(v)) for m, v in bounds.items()},
+            "coverage_all": float(np.mean([x for v in cover.values() for x in v])),
+            "seconds": time.perf_counter() - t1,
+        }
+        print(f"{name} {share:.0%} (n={n}): coverage {rows[f'{share:.0%}']['coverage_all']:.3f} "
+              f"{json.dumps(rows[f'{share:.0%}']['coverage'])}", file=sys.stderr)
+    return {"set": name, "configurations": len(runs), "questions": len(golden), "holes": n_holes,
+            "relevant_holes": relevant, "threshold": args.threshold, "draws": args.draws, "shares": rows}
+
+
+def table(results: list[dict]) -> str:
+    lines = ["| set | sample | holes judged | coverage of the 95% interval (recall@5, recall@10, precision@5, "
+             "precision@10) | all | mean width recall@10 / precision@10 | worst..best width recall@10 / "
+             "precision@10 |", "|---|---|---|---|---|---|---|"]
+    for r in results:
+        for share, row in r["shares"].items():
+            c, w, b = row["coverage"], row["width"], row["bounds_width"]
+            lines.append(f"| {r['set']} | {share} | {row['n']} of {r['holes']} | "
+                         f"{c['recall@5']:.3f}, {c['recall@10']:.3f}, {c['precision@5']:.3f}, {c['precision@10']:.3f} "
+                         f"| {row['coverage_all']:.3f} | {w['recall@10']:.3f} / {w['precision@10']:.3f} | "
+                         f"{b['recall@10']:.3f} / {b['precision@10']:.3f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("sets", nargs="+", help="NAME:CORPUS:GOLDEN (or docs:GOLDEN for the docs folder)")
+    p.add_argument("--out", default="out/bench-sampled")
+    p.add_argument("--grid", default="examples/demo-grid.toml")
+    p.add_argument("--questions", type=int, default=20)
+    p.add_argument("--draws", type=int, default=200)
+    p.add_argument("--threshold", type=float, default=0.5)
+    p.add_argument("--configs", type=int, default=0, help="only the first N configurations (0: all; for a quick try)")
+    p.add_argument("--shares", default="0.1,0.25,0.5", help="sample shares of the holes, comma-separated")
+    args = p.parse_args(argv)
+    out = Path(args.out)
+    results = [simulate(name, c, g, args, out) for name, c, g in _sets(args.sets)]
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
