@@ -61,7 +61,8 @@ def test_judge_end_to_end(tmp_path, md_corpus, server, kind, monkeypatch, capsys
     assert server.requests[0]["body"]["model"] == "m1"
     assert "Refunds are issued within 14 days" not in server.requests[2]["body"]["messages"][-1]["content"]
     assert "A partial refund returns part of the order amount." in json.dumps(server.requests[2]["body"])
-    assert "labelled 3 hole(s): 2 relevant, 1 not relevant" in text and "$" in text
+    assert "labelled 3 hole(s): 2 relevant, 1 not relevant, the judge's base rate of relevant 67%" in text
+    assert "$" in text and "ragtune golden ppi" in text
     assert golden.read_text() == before  # the input is never rewritten
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     q1, q2 = rows

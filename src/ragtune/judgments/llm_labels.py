@@ -115,8 +115,9 @@ class JudgeResult:
             return "\n".join(lines + ["dry run: nothing sent, nothing written"])
         rel = sum(1 for x in self.labels if x["grade"] > 0)
         u = self.usage
-        lines.append(f"labelled {len(self.labels)} hole(s): {rel} relevant, {len(self.labels) - rel} not relevant "
-                     f"({sum(x['cached'] for x in self.labels)} from the cache); {u.get('calls', 0)} calls, "
+        share = f", the judge's base rate of relevant {rel / len(self.labels):.0%}" if self.labels else ""
+        lines.append(f"labelled {len(self.labels)} hole(s): {rel} relevant, {len(self.labels) - rel} not relevant"
+                     f"{share} ({sum(x['cached'] for x in self.labels)} from the cache); {u.get('calls', 0)} calls, "
                      f"{u.get('input_tokens', 0):,} input and {u.get('output_tokens', 0):,} output tokens, "
                      f"${u.get('cost', 0.0):.4f}")
         if self.skipped:
@@ -126,7 +127,8 @@ class JudgeResult:
                          + ", ".join(f"{q} {a}" for q, a in self.failed[:5]))
         if self.written:
             lines.append(f"wrote {self.written}: every new label is by llm:<model>; scores leave them out unless "
-                         "--labels all (check agreement first: ragtune golden agreement)")
+                         "--labels all (check agreement first: ragtune golden agreement; correct the figures with "
+                         "questions people judged: ragtune golden ppi)")
         return "\n".join(lines)
 
 
