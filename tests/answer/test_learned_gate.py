@@ -111,7 +111,7 @@ def test_the_gate_file_round_trips_and_malformed_ones_are_one_clear_error(tmp_pa
         with pytest.raises(ConfigError, match=None) as err:
             load_gate(path)
         assert message in str(err.value) and "\n" not in str(err.value)
-    with pytest.raises(ConfigError, match="not found; write one with ragtune calibrate --learned"):
+    with pytest.raises(ConfigError, match="not found; fit one with calibrate"):
         load_gate(tmp_path / "missing.json")
     agreeing = LearnedGate(("top_score", "agreement"), (0.0, 0.0), (1.0, 1.0), (1.0, 1.0), 0.0, 0.0)
     p = open_pipeline(corpus=str(write_files(tmp_path / "c", DOCS)), flags={"retriever": "bm25"})

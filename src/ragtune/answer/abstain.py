@@ -262,10 +262,10 @@ class LearnedGate:
     def from_dict(cls, data: Any, *, where: str = "gate") -> "LearnedGate":
         if not isinstance(data, dict) or data.get("format") != FORMAT:
             raise ConfigError(f"{where}: not a learned gate file (expected a JSON object with \"format\": "
-                              f"\"{FORMAT}\"); write one with ragtune calibrate --learned FILE")
+                              f"\"{FORMAT}\"), as calibrate writes one")
         if data.get("version") != FORMAT_VERSION:
             raise ConfigError(f"{where}: learned gate format version {data.get('version')!r}, this ragtune reads "
-                              f"version {FORMAT_VERSION}; refit it with ragtune calibrate --learned FILE")
+                              f"version {FORMAT_VERSION}; refit it with calibrate")
         names = data.get("features")
         if not isinstance(names, (list, tuple)) or not names or any(f not in FEATURES for f in names):
             raise ConfigError(f"{where}: features must be a non-empty list of {', '.join(FEATURES)}; got {names!r}")
@@ -312,10 +312,10 @@ def load_gate(path: str | Path) -> LearnedGate:
     try:
         data = json.loads(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"learned gate file {p} not found; write one with ragtune calibrate --learned {p}") from None
+        raise ConfigError(f"learned gate file {p} not found; fit one with calibrate, which writes it") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"learned gate file {p} is not readable JSON ({exc}); rewrite it with ragtune calibrate "
-                          f"--learned {p}") from None
+        raise ConfigError(f"learned gate file {p} is not readable JSON ({exc}); fit it again with calibrate"
+                          ) from None
     return LearnedGate.from_dict(data, where=str(p))
 
 
