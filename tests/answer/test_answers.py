@@ -47,8 +47,9 @@ def test_extractive_quotes_and_cites_or_says_not_found():
 def test_gate_and_calibration():
     cal = calibrate_threshold([5.0, 6.0, 7.0, 2.5], [1.0, 2.0, 3.0], no_evidence=[False, False, False, True])
     # balanced: refusing below 3.0 catches 2/3 unanswerable and refuses no answerable one (J = 0.667);
-    # below 5.0 catches 3/3 but refuses 1/4 answerable (J = 0.75): the larger J wins
-    assert cal.threshold == 5.0 and (cal.precision, cal.recall) == (0.75, 1.0)
+    # below 5.0 catches 3/3 but refuses 1/4 answerable (J = 0.75): the larger J wins, placed between the
+    # observed scores 3.0 and 5.0 around that cut
+    assert cal.threshold == 4.0 and cal.between == [3.0, 5.0] and (cal.precision, cal.recall) == (0.75, 1.0)
     assert cal.false_abstention == 0.25
     assert cal.auc == pytest.approx(11 / 12)  # 11 of 12 (unanswerable, answerable) pairs ordered right
     # F1 objective on balanced classes would refuse everything; balanced does not

@@ -7,6 +7,7 @@ import sys
 from ..answer.evaluate import answer_golden, render_estimate
 from ..answer.abstain import LearnedGate, calibrate_learned, load_gate
 from ..answer.gate import calibrate_retriever
+from ..answer.gate_report import write_gate_report
 from ..config import parse_number
 from ..io import json_finite
 from ..evaluate.added import added_by_judging
@@ -16,6 +17,7 @@ from ..evaluate.match import MatchOptions
 from ..external.outside import EndpointOptions, evaluate_outside, parse_header
 from ..golden import load_golden
 from ..registry import RERANKERS
+from ..serve.telemetry import not_found_share
 from .options import add_flags, kwargs, typed
 from ..pipeline.evaluation import evaluate_reranking
 from .render import (render_answer_metrics, render_calibration, render_candidates, render_eval, render_outside,
@@ -128,9 +130,11 @@ def cmd_eval_external(args) -> int:
 def cmd_calibrate(args) -> int:
     golden, flt = load_golden(args.golden, split=args.split), filters(args)
     pipeline = load_pipeline(args)
+    log = not_found_share(args.unanswerable_share_from) if args.unanswerable_share_from else None
     cal = calibrate_retriever(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True,
-                              **kwargs(calibrate_retriever, args))
-    data, text = {**cal.to_dict(), "config": pipeline.describe(), "k": args.k}, render_calibration(cal, pipeline.retriever.name)
+                              **kwargs(calibrate_retriever, args, **({"unanswerable_share": log["share"]} if log
+                                                                     else {})))
+    data, text = {**cal.to_dict(), "config": pipeline.describe(), "k": args.k}, render_calibration(cal, pipeline.retriever.name, log)
     if args.learned:
         cmp = calibrate_learned(pipeline.retriever, golden, pipeline.corpus, k=args.k, filters=flt, show_progress=True,
                                 pipeline=getattr(pipeline.config, "label", None))
@@ -138,7 +142,9 @@ def cmd_calibrate(args) -> int:
         data["learned"] = cmp.to_dict()
         text += (f"\n\n{cmp.to_text()}\n\nlearned gate written: {args.learned}\n"
                  f"use it: ragtune eval ... --answers --gate {args.learned} (the same pipeline options and --answer-k {args.k})")
-    emit(args, json_finite(data), text)
+    if args.report:
+        write_gate_report(args.report, cal, retriever=pipeline.retriever.name, log=log)
+    emit(args, json_finite({**data, **({"unanswerable_share_from": log} if log else {})}), text)
     return 0
 
 
@@ -172,7 +178,13 @@ def add(sub) -> None:
                 inputs="golden split", output="the calibration and its curve")
     add_pipeline_flags(p)
     p.add_argument("-k", "--k", type=K, default=5, help="contexts an answer would use (default 5)")
-    add_flags(p, calibrate_retriever)
+    add_flags(p, calibrate_retriever, skip=["unanswerable_share"])
+    share = p.add_mutually_exclusive_group()
+    add_flags(share, calibrate_retriever, only=["unanswerable_share"])
+    share.add_argument("--unanswerable-share-from", metavar="LOG", help="the same, read from a serve telemetry log: "
+                       "the share of its answers that were not_found")
+    p.add_argument("--report", metavar="FILE.html", help="also write a page with the gate's precision-recall curve "
+                   "and the chosen threshold")
     p.add_argument("--learned", metavar="FILE", help="also fit a learned gate (top score, margin, BM25/dense agreement, "
                    "rare-term coverage, section spread), compare it with the score threshold held out (5-fold "
                    "cross-validation) and write it to FILE, for eval --answers --gate FILE")

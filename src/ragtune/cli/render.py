@@ -134,22 +134,33 @@ def render_candidates(rows: Sequence[Mapping[str, Any]], reranker: str, budget_m
     return "\n".join(lines)
 
 
-def render_calibration(cal: Any, retriever: str) -> str:
-    gen = getattr(cal, "generator", None)
+def render_calibration(cal: Any, retriever: str, log: Mapping[str, Any] | None = None) -> str:
+    """The calibration's lines; ``log``: the telemetry log's counts the share of unanswerable questions came from."""
+    from ..answer.gate import threshold_text
+    from ..answer.gate_report import share_source
+
+    gen, t, share = getattr(cal, "generator", None), threshold_text(cal.threshold), cal.at_share
+    source = share_source(log)
     refused = (f"answerable questions refused: {cal.false_abstention:.3f} = gate {cal.gate_refused:.3f} + "
                f"generator {cal.generator_refused:.3f}; answered {cal.answered_rate:.3f}" if gen else
                f"answerable questions refused: {cal.false_abstention:.3f}")
-    lines = [f"threshold {cal.threshold:.4g} on the top {retriever} score "
-             f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)",
-             f"abstention precision {cal.precision:.3f}  recall {cal.recall:.3f}  F1 {cal.f1:.3f}  ({refused})",
-             (f"with the {gen} generator's refusals (what eval --answers --gate {cal.threshold:.4g} shows with the same "
-              "generator and --answer-k)" if gen else "the gate alone (the generator's refusals not counted)"),
-             f"separation AUC {cal.auc:.3f} (0.5 = the top score cannot tell answerable from unanswerable)",
-             "\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):"]
+    lines = [f"threshold {t} on the top {retriever} score "
+             f"({cal.n_answerable} answerable, {cal.n_unanswerable} unanswerable questions)"]
+    if share is not None:
+        lines.append(f"at an unanswerable share of {share['unanswerable_share']:.3g}"
+                     + (f" ({source})" if source else "") + f": abstention precision "
+                     f"{share['precision']:.3f}  recall {share['recall']:.3f}  F1 {share['f1']:.3f}  (answered "
+                     f"{share['answered_rate']:.3f}; the threshold maximises the F1 expected at that share)")
+    lines += [("on this golden set: " if share is not None else "") + f"abstention precision {cal.precision:.3f}  "
+              f"recall {cal.recall:.3f}  F1 {cal.f1:.3f}  ({refused})",
+              (f"with the {gen} generator's refusals (what eval --answers --gate {t} shows with the same "
+               "generator and --answer-k)" if gen else "the gate alone (the generator's refusals not counted)"),
+              f"separation AUC {cal.auc:.3f} (0.5 = the top score cannot tell answerable from unanswerable)",
+              "\ncoverage vs risk (risk = answered questions that are unanswerable or lack evidence in the top k):"]
     for point in cal.curve[:: max(1, len(cal.curve) // 10)]:
         lines.append(f"  threshold {point['threshold']:>9.4g}  coverage {point['coverage']:.2f}  risk {point['risk']:.2f}")
-    lines.append(f"\nuse it: ragtune eval ... --answers --gate {cal.threshold:.4g}, ragtune answer ... --gate "
-                 f"{cal.threshold:.4g}   (valid for this retrieval configuration only)")
+    lines.append(f"\nuse it: ragtune eval ... --answers --gate {t}, ragtune answer ... --gate {t}   (valid for this "
+                 "retrieval configuration only)")
     return "\n".join(lines)
 
 

@@ -32,10 +32,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..errors import TelemetryBusyError, TelemetryError
+from ..errors import ConfigError, TelemetryBusyError, TelemetryError
 
 __all__ = ["TelemetryLog", "TelemetryWriter", "TelemetryError", "TelemetryBusyError", "log_answer", "answer_log_fields",
-           "make_row", "parse_since", "check_log_path"]
+           "make_row", "parse_since", "check_log_path", "not_found_share"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -241,6 +241,13 @@ class TelemetryLog:
 
     def count(self) -> int:
         return self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0]
+
+    def outcomes(self, *, since: float | None = None) -> dict[str, int]:
+        """How many answers had each outcome (``answered``, ``not_found``), ``since`` a time when given."""
+        q, args = "SELECT outcome, COUNT(*) FROM answers", []
+        if since is not None:
+            q, args = q + " WHERE ts >= ?", [since]
+        return dict(self._db.execute(q + " GROUP BY outcome", args).fetchall())
 
     def close(self) -> None:
         self._db.close()
@@ -482,3 +489,24 @@ class TelemetryWriter:
                 self._log.close()
             except Exception:
                 pass
+
+
+def not_found_share(path: str | os.PathLike[str], *, since: float | None = None) -> dict[str, Any]:
+    """The share of a log's answers that came back ``not_found``: the production rate of questions the system
+    could not answer, to calibrate the gate for (``calibrate --unanswerable-share-from``). It stands in for the
+    share of unanswerable questions: it also counts answerable questions refused and misses unanswerable ones
+    answered. Returns ``share``, ``not_found``, ``answers`` and ``log``; a missing log, or one with no answers or
+    with only one outcome, gives no share: :class:`~ragtune.errors.ConfigError` saying so."""
+    if not os.path.isfile(path):
+        raise ConfigError(f"telemetry log {str(path)!r} does not exist (a server writes STORE/telemetry.sqlite "
+                          "by default)")
+    log = TelemetryLog(path, readonly=True)
+    try:
+        counts = log.outcomes(since=since)
+    finally:
+        log.close()
+    total, missing = sum(counts.values()), counts.get("not_found", 0)
+    if not 0 < missing < total:
+        raise ConfigError(f"telemetry log {str(path)!r}: {missing} of {total} answers not found; a share of "
+                          "unanswerable questions needs both outcomes in the log: give the share itself instead")
+    return {"share": missing / total, "not_found": missing, "answers": total, "log": str(path)}
