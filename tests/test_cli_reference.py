@@ -29,7 +29,10 @@ KNOWN_GAPS = {
                 "--rerank-base-url", "--rerank-batch-size", "--rerank-fuse-k", "--rerank-max-candidates",
                 "--rerank-max-chars", "--rerank-max-length", "--rerank-max-retries", "--rerank-mode",
                 "--rerank-precision", "--rerank-price-in", "--rerank-price-out", "--rerank-threads",
-                "--rerank-timeout", "--engine", "--milvus-uri", "--version"},
+                "--rerank-timeout", "--engine", "--milvus-uri", "--version",
+                # the Milvus server's credentials and vector index: documented in docs/scale.md
+                "--milvus-user", "--milvus-password", "--milvus-index", "--hnsw-m", "--hnsw-ef-construction",
+                "--hnsw-ef", "--ivf-nlist", "--ivf-nprobe"},
     "index-store.md": {"--out", "--ray", "--ray-cpus"},
     "search.md": {"--k", "--out"},
     "sweep.md": {"--ray", "--ray-cpus"},

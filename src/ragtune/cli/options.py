@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import os
 import types
 import typing
 from collections.abc import Callable, Iterable, Sequence
@@ -314,6 +315,10 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
                    "numpy and bm25s in this process) or milvus (with --milvus-uri FILE.db or URL; docs/scale.md)")
     r.add_argument("--milvus-token", dest="milvus_token", metavar="TOKEN",
                    help="a Milvus server's token (or set MILVUS_TOKEN); never written to a manifest")
+    r.add_argument("--milvus-user", dest="milvus_user", metavar="USER",
+                   help="a Milvus server's user, with --milvus-password (instead of --milvus-token)")
+    r.add_argument("--milvus-password", dest="milvus_password", metavar="PASSWORD",
+                   help="the password of --milvus-user (or set MILVUS_PASSWORD); never printed or recorded")
     add_stage_flags(r, "retriever")
     if rerank:
         r.add_argument("--rerank", default=None, help=f"rerank the shortlist: {RERANKERS.spell()}")
@@ -342,6 +347,16 @@ def credentials(args: Any) -> dict[str, str] | None:
     """The secrets the flags gave, by engine (``--milvus-token`` -> ``{"milvus": token}``), handed to the library
     as values; None without: the engine then reads its documented variable (``MILVUS_TOKEN``)."""
     token = getattr(args, "milvus_token", None)
+    user = getattr(args, "milvus_user", None)
+    if user:  # Milvus takes a user and password as the token "user:password"
+        if token:
+            raise ConfigError("give either --milvus-token or --milvus-user with a password, not both")
+        password = getattr(args, "milvus_password", None) or os.environ.get("MILVUS_PASSWORD") or ""
+        if not password:
+            raise ConfigError("--milvus-user needs a password: --milvus-password or the MILVUS_PASSWORD variable")
+        token = f"{user}:{password}"
+    elif getattr(args, "milvus_password", None):
+        raise ConfigError("--milvus-password needs its user: --milvus-user")
     return {"milvus": token} if token else None
 
 

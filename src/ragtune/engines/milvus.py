@@ -32,6 +32,7 @@ import json
 import logging
 import math
 import os
+import re
 import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -47,7 +48,7 @@ from ..retrieve.filters import And, Cmp, Not, Or, chunk_fields, parse_filter
 from ..types import Chunk, Hit, Ranking
 
 __all__ = ["MilvusBM25Config", "MilvusDenseConfig", "MilvusHybridConfig", "MilvusRetriever", "MilvusError",
-           "connect", "analyze", "filter_expr", "filter_record", "create_index", "content_name", "drop_collection",
+           "ServerInfo", "server_info", "recall_vs_exact", "INDEXES", "reopen", "connect", "analyze", "filter_expr", "filter_record", "create_index", "content_name", "drop_collection",
            "MAX_VARCHAR_BYTES", "MAX_TOP_K", "TOKEN_ENV"]
 
 MAX_VARCHAR_BYTES = 65_535
@@ -60,6 +61,10 @@ TOKEN_ENV = "MILVUS_TOKEN"
 BATCH_ROWS = 2_000
 BATCH_BYTES = 64 << 20  # far below the 256 MiB gRPC message cap
 STEMMERS = ("english", "porter", None)
+CONNECT_TIMEOUT_S = 20.0
+"""How long connecting (reading the server version) may take."""
+SEARCH_TIMEOUT_S = 30.0
+"""How long one search may take before it fails (a server that went away: an error, not a hung request)."""
 
 
 MilvusError = EngineError  # Milvus refused or failed an operation (the message names it and the collection)
@@ -105,17 +110,67 @@ class MilvusBM25Config(Config):
         _check_analysis(type(self).__name__, self.stemmer, self.stopwords)
 
 
+INDEXES = ("FLAT", "HNSW", "IVF_FLAT")
+"""Milvus vector index types ragtune configures: FLAT searches exactly, HNSW and IVF_FLAT approximately."""
+
+
 @dataclass(frozen=True)
-class MilvusDenseConfig(Config):
-    """Exact (FLAT) inner product in Milvus over the pipeline embedder's normalised vectors."""
+class _VectorIndex:
+    """The vector index of a Milvus collection (dense and hybrid): ``milvus_index`` FLAT (exact; the only one
+    Milvus Lite has), HNSW (``hnsw_m`` links per node, ``hnsw_ef_construction`` while building, ``hnsw_ef``
+    candidates while searching, raised to k when k is larger) or IVF_FLAT (``ivf_nlist`` clusters, ``ivf_nprobe``
+    of them searched). Each is a stage option, so a sweep grid can list several."""
+
+    milvus_index: Annotated[str, Opt("Milvus vector index: FLAT (exact), HNSW or IVF_FLAT (approximate; a server)")] = "FLAT"
+    hnsw_m: Annotated[int, Opt("HNSW links per node (M)")] = 16
+    hnsw_ef_construction: Annotated[int, Opt("HNSW candidate list while building (efConstruction)")] = 200
+    hnsw_ef: Annotated[int, Opt("HNSW candidate list while searching (ef; at least k)")] = 64
+    ivf_nlist: Annotated[int, Opt("IVF_FLAT clusters (nlist)")] = 128
+    ivf_nprobe: Annotated[int, Opt("IVF_FLAT clusters searched (nprobe)")] = 16
+
+    def _check_index(self) -> None:
+        owner = type(self).__name__
+        check_choice(owner, "milvus_index", self.milvus_index, INDEXES)
+        check_range(owner, "hnsw_m", self.hnsw_m, lo=2, hi=2048, integer=True)
+        check_range(owner, "hnsw_ef_construction", self.hnsw_ef_construction, lo=1, hi=1 << 20, integer=True)
+        check_range(owner, "hnsw_ef", self.hnsw_ef, lo=1, hi=1 << 20, integer=True)
+        check_range(owner, "ivf_nlist", self.ivf_nlist, lo=1, hi=65_536, integer=True)
+        check_range(owner, "ivf_nprobe", self.ivf_nprobe, lo=1, hi=65_536, integer=True)
+
+    def index_params(self) -> dict[str, Any]:
+        """What ``add_index`` is given for the vector field."""
+        if self.milvus_index == "HNSW":
+            return {"index_type": "HNSW", "params": {"M": self.hnsw_m, "efConstruction": self.hnsw_ef_construction}}
+        if self.milvus_index == "IVF_FLAT":
+            return {"index_type": "IVF_FLAT", "params": {"nlist": self.ivf_nlist}}
+        return {"index_type": "FLAT", "params": {}}
+
+    def search_params(self, k: int) -> dict[str, Any]:
+        """What a dense search is given: the metric and the index's search-time knob."""
+        if self.milvus_index == "HNSW":
+            return {"metric_type": "IP", "params": {"ef": max(self.hnsw_ef, k)}}
+        if self.milvus_index == "IVF_FLAT":
+            return {"metric_type": "IP", "params": {"nprobe": min(self.ivf_nprobe, self.ivf_nlist)}}
+        return {"metric_type": "IP"}
+
+
+@dataclass(frozen=True)
+class MilvusDenseConfig(_VectorIndex, Config):
+    """Inner product in Milvus over the pipeline embedder's normalised vectors, through a FLAT (exact), HNSW or
+    IVF_FLAT index (see ``_VectorIndex``)."""
 
     milvus_uri: Annotated[str, Opt("Milvus Lite file (.db) or server URL")] = ""
 
+    def __post_init__(self) -> None:
+        self._check_index()
+
 
 @dataclass(frozen=True)
-class MilvusHybridConfig(MilvusBM25Config):
+class MilvusHybridConfig(_VectorIndex, MilvusBM25Config):
     """BM25 + dense in Milvus, fused by reciprocal rank fusion like ``hybrid``: ``rrf_k`` the RRF constant,
-    ``fusion_depth`` the candidates taken from each, ``weights`` (bm25, dense) weights (fused by ragtune)."""
+    ``fusion_depth`` the candidates taken from each, ``weights`` (bm25, dense) weights (fused by ragtune).
+    On a server without BM25 (Milvus before 2.5) the BM25 half is ragtune's own, fused with the server's dense
+    hits here; the retriever's configuration says which (``hybrid_bm25``: ``milvus`` or ``ragtune``)."""
 
     rrf_k: int = 60
     weights: tuple[float, ...] | None = None
@@ -123,6 +178,7 @@ class MilvusHybridConfig(MilvusBM25Config):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        self._check_index()
         check_range("MilvusHybridConfig", "rrf_k", self.rrf_k, lo=0, integer=True)
         check_range("MilvusHybridConfig", "fusion_depth", self.fusion_depth, lo=1, hi=MAX_TOP_K, integer=True)
         if self.weights is not None:
@@ -137,6 +193,80 @@ def _mode(config: Config) -> str:
     return {MilvusBM25Config: "bm25", MilvusDenseConfig: "dense", MilvusHybridConfig: "hybrid"}[type(config)]
 
 
+# --- the server: its version and what it can do ---------------------------------------------------------------
+@dataclass(frozen=True)
+class ServerInfo:
+    """What ``get_server_version`` said at connect: ``version`` as reported (``milvus_lite-3.2.2`` for Milvus Lite;
+    ``v2.3.5-lite`` for the ``milvus`` package's standalone server, a real server whatever its suffix), ``lite``
+    and ``release`` (major, minor, patch; zeros when the text names none)."""
+
+    version: str
+    lite: bool
+    release: tuple[int, int, int]
+
+    @classmethod
+    def parse(cls, text: str) -> "ServerInfo":
+        text = str(text).strip()
+        m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+        release = (int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)) if m else (0, 0, 0)
+        return cls(text, text.lower().startswith("milvus_lite"), release)
+
+    @property
+    def label(self) -> str:
+        number = ".".join(map(str, self.release)) if any(self.release) else repr(self.version)
+        return f"Milvus Lite {number}" if self.lite else f"Milvus {number}"
+
+    @property
+    def bm25(self) -> bool:
+        """Server-side BM25 (a BM25 function over a sparse field): Milvus Lite 3.x, a server from 2.5 on."""
+        return self.release >= ((3, 0, 0) if self.lite else (2, 5, 0))
+
+    @property
+    def ann(self) -> bool:
+        """Approximate vector indexes (HNSW, IVF_FLAT): a server; Milvus Lite searches exactly only."""
+        return not self.lite
+
+    def to_dict(self) -> dict[str, str]:
+        return {"server": self.label, "server_version": self.version}
+
+
+_INFO: dict[int, ServerInfo] = {}
+_URI: dict[int, str] = {}  # the URI each client was opened with (for messages; redacted when shown)
+
+
+def server_info(client) -> ServerInfo:
+    """The version of the Milvus behind ``client``, read once (at :func:`connect`) and kept."""
+    info = _INFO.get(id(client))
+    if info is None:
+        try:
+            info = ServerInfo.parse(client.get_server_version())
+        except Exception as e:
+            raise MilvusError(f"cannot read the version of the Milvus server: {redact_text(e)}") from None
+        _INFO[id(client)] = info
+    return info
+
+
+def _lacks(info: ServerInfo, uri: str, what: str, instead: str) -> MilvusError:
+    return MilvusError(f"{info.label} at {redact_url(uri)} (server version {info.version}) has no {what}; {instead}")
+
+
+def _require(info: ServerInfo, uri: str, mode: str, config: Config) -> None:
+    """One line naming the server version when ``config`` needs what the server lacks."""
+    if mode == "bm25" and not info.bm25:
+        raise _lacks(info, uri, "server-side BM25 (Milvus 2.5 and Milvus Lite 3.x have it)",
+                     "use retriever milvus-dense, or milvus-hybrid, which fuses the server's dense hits with "
+                     "ragtune's own BM25")
+    index = getattr(config, "milvus_index", "FLAT")
+    if mode != "bm25" and index != "FLAT" and not info.ann:
+        raise _lacks(info, uri, f"{index} index (Milvus Lite searches exactly)",
+                     "use milvus_index FLAT, or point milvus_uri at a Milvus server")
+
+
+def _server_bm25(info: ServerInfo, mode: str) -> bool:
+    """Whether the collection holds BM25 (bm25 always; hybrid when the server has it)."""
+    return mode == "bm25" or (mode == "hybrid" and info.bm25)
+
+
 # --- connections -----------------------------------------------------------------------------------------------
 class _LiteNoise(logging.Filter):
     """Milvus Lite's in-process gRPC server logs a traceback for every AllocTimestamp call pymilvus makes when it
@@ -145,6 +275,22 @@ class _LiteNoise(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         exc = record.exc_info[1] if record.exc_info else None
         return not (isinstance(exc, NotImplementedError) and "AllocTimestamp" in _tb_names(record.exc_info[2]))
+
+
+class _RpcNoise(logging.Filter):
+    """pymilvus logs every failed call at ERROR, and each failed reconnection at WARNING, with a traceback in the
+    message; ragtune raises the failure as one :class:`MilvusError` line instead, so those records (and only
+    those) are dropped, on pymilvus's own handlers."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.funcName not in ("_log_rpc_error", "_recover")
+
+
+def _quiet_pymilvus() -> None:
+    root = logging.getLogger("pymilvus")
+    for target in (logging.getLogger("pymilvus.decorators"), *root.handlers):
+        if not any(isinstance(f, _RpcNoise) for f in target.filters):
+            target.addFilter(_RpcNoise())
 
 
 def _tb_names(tb) -> str:
@@ -157,6 +303,8 @@ def _tb_names(tb) -> str:
 
 _CLIENTS: dict[tuple[str, str | None], Any] = {}
 _CLIENTS_LOCK = threading.Lock()
+_KEY: dict[int, tuple[str, str | None]] = {}  # client -> its (uri, token)
+_BROKEN: set[int] = set()  # clients whose server went away: connect() replaces them
 
 
 def connect(uri: str, token: str | None = None):
@@ -175,17 +323,57 @@ def connect(uri: str, token: str | None = None):
     key = (uri, token)
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
+        if client is not None and id(client) in _BROKEN:  # its server went away: a new client, a new channel
+            _forget(key, client)
+            client = None
         if client is None:
             pymilvus = _pymilvus()
+            _quiet_pymilvus()
             try:
                 client = pymilvus.MilvusClient(uri=uri, **({"token": token} if token else {}))
+                # the version is read now: what the engine may ask of this server, and what results record
+                _INFO[id(client)] = ServerInfo.parse(client.get_server_version(timeout=CONNECT_TIMEOUT_S))
+                _URI[id(client)] = uri
+                _KEY[id(client)] = key
             except Exception as e:
                 hint = ("another process may hold this Milvus Lite file (one process per file: serve it with "
                         "`milvus-lite server --data-dir D --port P` and use http://127.0.0.1:P)" if uri.endswith(".db")
-                        else "check the address, that the server runs, and the token (MILVUS_TOKEN)")
-                raise MilvusError(f"cannot connect to Milvus at {redact_url(uri)}: {redact_text(e)}; {hint}") from None
+                        else "check the address, that the server runs, and the token or user and password")
+                raise MilvusError(f"cannot connect to Milvus at {redact_url(uri)}: {_secret_free(e, token)}; "
+                                  f"{hint}") from None
             _CLIENTS[key] = client
         return client
+
+
+def _forget(key: tuple[str, str | None], client) -> None:
+    """Stop handing out ``client`` (its server went away). It is not closed: pymilvus may share its connection
+    with the client that replaces it. It stays marked, so :func:`reopen` of it keeps trying for a new one."""
+    _CLIENTS.pop(key, None)
+
+
+def _unreachable(e: Exception) -> bool:
+    """Whether a pymilvus failure says the server cannot be reached (it went away, or is restarting)."""
+    text = str(e)
+    return getattr(e, "code", None) == 2 or any(
+        t in text for t in ("Fail connecting to server", "UNAVAILABLE", "Connection refused", "Socket closed"))
+
+
+def reopen(client):
+    """``client`` again, or a new client for its URI and token when its server went away (pymilvus does not
+    reconnect a channel to a restarted server by itself); :class:`MilvusError` while it is still away."""
+    key = _KEY.get(id(client))
+    if key is None or id(client) not in _BROKEN:
+        return client
+    return connect(*key)
+
+
+def _secret_free(e: Exception, token: str | None) -> str:
+    """An exception's text, one line, with URL credentials and the token (and its password part) removed."""
+    text = " ".join(redact_text(e).split())
+    for secret in {token or "", *(token or "").split(":", 1)[1:]} - {""}:
+        if len(secret) >= 3:
+            text = text.replace(secret, "***")
+    return text[:400]
 
 
 def close_all() -> None:
@@ -197,6 +385,10 @@ def close_all() -> None:
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
         _CLIENTS.clear()
+        _INFO.clear()
+        _URI.clear()
+        _KEY.clear()
+        _BROKEN.clear()
 
 
 # --- analysis ----------------------------------------------------------------------------------------------------
@@ -417,27 +609,44 @@ def _schema(pymilvus, mode: str, dim: int | None, description: str):
     return s
 
 
-def _index_params(client, mode: str):
+def _index_params(client, mode: str, config: Config | None = None):
+    """``mode`` is the collection's: ``hybrid`` on a server without BM25 holds only the vectors (``dense``)."""
     ip = client.prepare_index_params()
     if mode in ("bm25", "hybrid"):
         ip.add_index("sparse", index_type="SPARSE_INVERTED_INDEX", metric_type="BM25",
                      params={"bm25_k1": 1.5, "bm25_b": 0.75})  # Lite's fixed values; a server is told the same
     if mode in ("dense", "hybrid"):
-        ip.add_index("vec", index_type="FLAT", metric_type="IP")
+        index = config.index_params() if isinstance(config, _VectorIndex) else {"index_type": "FLAT", "params": {}}
+        ip.add_index("vec", metric_type="IP", **index)
     return ip
 
 
+_INDEX_DEFAULTS = {f: getattr(_VectorIndex, f) for f in ("milvus_index", "hnsw_m", "hnsw_ef_construction", "hnsw_ef",
+                                                          "ivf_nlist", "ivf_nprobe")}
+
+
+_SEARCH_TIME = ("hnsw_ef", "ivf_nprobe")  # options of the search, not of the index
+
+
 def content_name(chunks: Sequence[Chunk], config: Config, embedder_key: str | None) -> str:
-    """A collection name that changes with anything the index depends on (chunks, analysis, vectors' model)."""
+    """A collection name that changes with anything the index depends on (chunks, analysis, vectors' model,
+    the vector index; index options at their defaults are left out, so names from before they existed hold).
+    The index options read only at search time (``hnsw_ef``, ``ivf_nprobe``) are left out too: a sweep over
+    them searches one collection."""
     h = hashlib.sha256()
-    h.update(json.dumps([_mode(config), config.to_dict(), embedder_key], sort_keys=True, default=str).encode())
+    settings = {k: v for k, v in config.to_dict().items() if k not in _SEARCH_TIME
+                and not (k in _INDEX_DEFAULTS and v == _INDEX_DEFAULTS[k])}
+    h.update(json.dumps([_mode(config), settings, embedder_key], sort_keys=True, default=str).encode())
     for c in chunks:
         h.update(hashlib.sha256(json.dumps(c.to_dict(), sort_keys=True, ensure_ascii=False).encode()).digest())
     return "ragtune_" + h.hexdigest()[:24]
 
 
 def _fail(what: str, name: str, e: Exception) -> MilvusError:
-    return MilvusError(f"Milvus failed to {what} collection {name!r}: {redact_text(e)}")
+    if _unreachable(e):
+        return MilvusError(f"Milvus failed to {what} collection {name!r}: the server cannot be reached "
+                           f"({_secret_free(e, None)[:200]})")
+    return MilvusError(f"Milvus failed to {what} collection {name!r}: {_secret_free(e, None)}")
 
 
 def drop_collection(client, name: str) -> None:
@@ -459,6 +668,13 @@ def create_index(client, name: str, chunks: Sequence[Chunk], config: Config, *, 
     collection under ``name``. An existing ``name`` is kept unless ``replace``."""
     pymilvus = _pymilvus()
     mode = _mode(config)
+    info = server_info(client)
+    _require(info, _URI.get(id(client), ""), mode, config)
+    if mode == "hybrid" and not _server_bm25(info, mode):
+        mode = "dense"  # the BM25 half is ragtune's own: the collection holds the vectors
+    if chunks and vectors is None and not replace and client.has_collection(name):
+        client.load_collection(name)  # built before (a configuration differing only at search time)
+        return
     if mode != "bm25":
         if vectors is None:
             raise ConfigError(f"milvus-{mode} needs the chunk vectors")
@@ -473,8 +689,8 @@ def create_index(client, name: str, chunks: Sequence[Chunk], config: Config, *, 
     dim = int(vectors.shape[1]) if vectors is not None else None
     tmp = f"{name}_tmp{os.getpid()}_{time.time_ns() % 10**12}"
     try:
-        client.create_collection(tmp, schema=_schema(pymilvus, mode, dim, f"ragtune milvus-{mode}"),
-                                 index_params=_index_params(client, mode))
+        client.create_collection(tmp, schema=_schema(pymilvus, mode, dim, f"ragtune milvus-{_mode(config)}"),
+                                 index_params=_index_params(client, mode, config))
         for batch in _batches(_rows(chunks, vectors if mode != "bm25" else None, analyzer, 0), dim or 0):
             client.insert(tmp, batch)
         client.flush(tmp)  # unflushed data is searched 10-50x slower on Lite
@@ -492,9 +708,11 @@ def create_index(client, name: str, chunks: Sequence[Chunk], config: Config, *, 
         drop_collection(client, tmp)
         raise
     except Exception as e:
+        if _unreachable(e):
+            _BROKEN.add(id(client))  # the next connect() opens a new client
         try:
             drop_collection(client, tmp)
-        except MilvusError:
+        except Exception:  # noqa: BLE001 - a server that went away cannot drop it: gc_builds does, later
             pass
         raise _fail("build", name, e) from None
 
@@ -517,8 +735,9 @@ class MilvusRetriever:
     """
 
     def __init__(self, client, collection: str, config: Config, *, chunks: Sequence[Chunk] | None = None,
-                 embedder: Any = None, uri: str = "", load: bool = True):
+                 embedder: Any = None, uri: str = "", load: bool = True, bm25: Any = None):
         self.mode = _mode(config)
+        self.server = server_info(client)
         self.name = f"milvus-{self.mode}"
         self.client = client
         self.collection = collection
@@ -529,16 +748,33 @@ class MilvusRetriever:
         self._analyzer = Analyzer(config.stemmer, config.stopwords) if self.mode != "dense" else None
         self._known = (set().union(*(chunk_fields(c).keys() for c in self.chunks)) if self.chunks else None)
         self._exprs: dict[str, str | None] = {}
-        self.config = {"engine": "milvus", "uri": redact_url(uri), "collection": collection, **config.to_dict()}
+        self.config = {"engine": "milvus", "uri": redact_url(uri), "collection": collection, **config.to_dict(),
+                       **self.server.to_dict()}
         self.config.pop("milvus_uri", None)
         if self.mode != "bm25" and embedder is None:
             raise ConfigError(f"{self.name} needs the pipeline's embedder for query vectors")
+        _require(self.server, uri, self.mode, config)
+        self._bm25_here = None  # ragtune's BM25, for hybrid on a server without BM25
+        if self.mode == "hybrid":
+            self.config["hybrid_bm25"] = "milvus" if self.server.bm25 else "ragtune"
+            if not self.server.bm25:
+                self._bm25_here = bm25 if bm25 is not None else self._own_bm25(uri)
         if load:
             try:
                 client.load_collection(collection)  # after a reopen a collection is not searchable until loaded
             except Exception as e:
                 raise MilvusError(f"cannot load Milvus collection {collection!r}: {redact_text(e)}. Was the index built with this "
                                   "milvus_uri? (`ragtune index build --engine milvus --milvus-uri ...`)") from None
+
+    def _own_bm25(self, uri: str):
+        if self.chunks is None:
+            raise _lacks(self.server, uri, "server-side BM25, and a search through an alias holds no chunks for "
+                         "ragtune's own", "serve a milvus-dense version, or load the version with its chunks "
+                         "(load_pipeline)")
+        from ..retrieve.bm25 import BM25Config, BM25Retriever
+
+        cfg = self._settings
+        return BM25Retriever.build(self.chunks, BM25Config(stemmer=cfg.stemmer, stopwords=cfg.stopwords))
 
     # -- pieces ---------------------------------------------------------------------------------------------
     def _expr(self, filters: Any) -> str | None:
@@ -573,27 +809,40 @@ class MilvusRetriever:
         # rank by Milvus's order, never re-sort by score: Lite reports BM25 scores negated
         return [Hit(self._chunk(r), abs(float(r["distance"])) if positive else float(r["distance"])) for r in rows]
 
-    def _call(self, what: str, fn, *args, **kwargs):
+    def _call(self, what: str, method: str, *args, **kwargs):
+        """``self.client.<method>(...)``; a server that went away is one :class:`MilvusError` line (the server
+        answers 503 with it), and the next call opens a new connection, so searches recover when it returns."""
         try:
-            return fn(*args, **kwargs)
+            self.client = reopen(self.client)
+            try:
+                return getattr(self.client, method)(*args, **kwargs)
+            except Exception as e:  # a restarted server may come back with the collection released: load it
+                if "not loaded" not in str(e):
+                    raise
+                self.client.load_collection(self.collection)
+                return getattr(self.client, method)(*args, **kwargs)
         except RagtuneError:
             raise
         except Exception as e:
-            raise MilvusError(f"Milvus {what} on {self.collection!r} failed: {redact_text(e)}") from None
+            if _unreachable(e):
+                _BROKEN.add(id(self.client))
+                raise MilvusError(f"the Milvus server at {self.config['uri']} cannot be reached ({what} on "
+                                  f"{self.collection!r}); searches resume when it is back") from None
+            raise MilvusError(f"Milvus {what} on {self.collection!r} failed: {_secret_free(e, None)}") from None
 
     def _bm25(self, query: str, n: int, expr: str | None) -> list[Hit]:
         text = self._analyzer(query)
         if not text:  # no term survives analysis: nothing matches, as in the embedded engine
             return []
-        res = self._call("BM25 search", self.client.search, self.collection, data=[text], anns_field="sparse",
+        res = self._call("BM25 search", "search", self.collection, data=[text], anns_field="sparse",
                          limit=n, filter=expr or "", output_fields=self._fields,
-                         search_params={"metric_type": "BM25"})
+                         search_params={"metric_type": "BM25"}, timeout=SEARCH_TIMEOUT_S)
         return self._hits(res, positive=True)
 
     def _dense(self, q: np.ndarray, n: int, expr: str | None) -> list[Hit]:
-        res = self._call("dense search", self.client.search, self.collection, data=[q.tolist()], anns_field="vec",
+        res = self._call("dense search", "search", self.collection, data=[q.tolist()], anns_field="vec",
                          limit=n, filter=expr or "", output_fields=self._fields,
-                         search_params={"metric_type": "IP"})
+                         search_params=self._settings.search_params(n), timeout=SEARCH_TIMEOUT_S)
         return self._hits(res)
 
     # -- search ---------------------------------------------------------------------------------------------
@@ -612,15 +861,18 @@ class MilvusRetriever:
         if self.mode == "dense":
             hits = self._dense(q, k, expr)
         else:
-            hits = self._hybrid(query, q, k, expr)
+            hits = self._hybrid(query, q, k, expr, filters)
         timings["milvus"] = time.perf_counter() - t1
         return Ranking(query, tuple(hits), timings)
 
-    def _hybrid(self, query: str, q: np.ndarray, k: int, expr: str | None) -> list[Hit]:
+    def _hybrid(self, query: str, q: np.ndarray, k: int, expr: str | None, filters: Any = None) -> list[Hit]:
         from ..retrieve.fusion import rrf
 
         cfg = self._settings
         n = max(cfg.fusion_depth, k)
+        if self._bm25_here is not None:  # a server without BM25: ragtune's BM25 fused with the server's dense hits
+            rankings = [self._bm25_here.search(query, n, filters), Ranking(query, tuple(self._dense(q, n, expr)))]
+            return list(rrf(rankings, k=cfg.rrf_k, weights=cfg.weights, depth=n).hits[:k])
         text = self._analyzer(query)
         if cfg.weights is not None or not text:
             # weighted RRF, or no BM25 term: ragtune's own fusion over the two Milvus searches
@@ -630,10 +882,10 @@ class MilvusRetriever:
         # the filter goes into each request: pymilvus drops a top-level filter= of hybrid_search
         reqs = [pymilvus.AnnSearchRequest(data=[text], anns_field="sparse", param={"metric_type": "BM25"}, limit=n,
                                           expr=expr or ""),
-                pymilvus.AnnSearchRequest(data=[q.tolist()], anns_field="vec", param={"metric_type": "IP"}, limit=n,
+                pymilvus.AnnSearchRequest(data=[q.tolist()], anns_field="vec", param=cfg.search_params(n), limit=n,
                                           expr=expr or "")]
-        res = self._call("hybrid search", self.client.hybrid_search, self.collection, reqs,
-                         pymilvus.RRFRanker(cfg.rrf_k), limit=k, output_fields=self._fields)
+        res = self._call("hybrid search", "hybrid_search", self.collection, reqs,
+                         pymilvus.RRFRanker(cfg.rrf_k), limit=k, output_fields=self._fields, timeout=SEARCH_TIMEOUT_S)
         return self._hits(res)
 
 
@@ -659,7 +911,31 @@ def build_retriever(config: Config, chunks: Sequence[Chunk], resources, *, colle
     create_index(client, name, chunks, config, vectors=vectors, replace=replace)
     r = MilvusRetriever(client, name, config, chunks=chunks, embedder=embedder, uri=uri)
     r.vectors = vectors
+    if mode != "bm25" and config.milvus_index != "FLAT":  # what the approximate index costs, beside quality
+        if vectors is None:
+            vectors = resources.dense(chunks).vectors
+        r.config.update(recall_vs_exact(r, vectors))
     return r
+
+
+def recall_vs_exact(retriever: MilvusRetriever, vectors: np.ndarray, *, k: int = 10, probes: int = 200,
+                    seed: int = 0) -> dict[str, Any]:
+    """recall@k of the collection's vector index against exact search over ``vectors`` (its rows, in order):
+    the share of the exact top k that the index returns, averaged over ``probes`` queries that are the normalised
+    midpoints of two random chunk vectors (near the data, none of them a stored point)."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    k = min(k, len(vectors))
+    rng = np.random.default_rng(seed)
+    pairs = rng.integers(0, len(vectors), size=(probes, 2))
+    q = vectors[pairs[:, 0]] + vectors[pairs[:, 1]]
+    q /= np.maximum(np.linalg.norm(q, axis=1, keepdims=True), 1e-12)
+    exact = np.argsort(-(q @ vectors.T), axis=1, kind="stable")[:, :k]
+    res = retriever._call("dense search", "search", retriever.collection, data=q.tolist(), anns_field="vec",
+                          limit=k, output_fields=["pk"], search_params=retriever._settings.search_params(k),
+                          timeout=SEARCH_TIMEOUT_S)
+    got = [{int(h["pk"] if "pk" in h else h["id"]) for h in row} for row in res]
+    recall = float(np.mean([len(g & set(e.tolist())) / k for g, e in zip(got, exact)]))
+    return {f"recall_vs_exact@{k}": round(recall, 4), "recall_probes": probes}
 
 
 def _factory(config: Config, chunks: Sequence[Chunk], resources) -> MilvusRetriever:

@@ -65,7 +65,8 @@ def build_collection(store, config, chunks: Sequence[Chunk], vectors: np.ndarray
             client.load_collection(final)
         except Exception as e:
             raise m.MilvusError(f"Milvus failed to rename collection {tmp!r} to {final!r}: {e}") from None
-        return {"name": "milvus", "uri": uri, "collection": final, "alias": f"{prefix}_current"}
+        return {"name": "milvus", "uri": uri, "collection": final, "alias": f"{prefix}_current",
+                **m.server_info(client).to_dict()}
 
     def discard() -> None:
         with contextlib.suppress(Exception):
