@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -122,11 +123,16 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
     golden = GoldenSet([i for i in rt.load_golden(golden_path) if i.answerable][: args.questions])
     grid = load_grid(args.grid).resolved(corpus.kind)
     t0 = time.perf_counter()
-    runs = _rankings(corpus, golden, grid.all_specs[: args.configs or None], out / name / "runs")
-    pool = pool_runs(sorted((out / name / "runs").glob("*.json")), golden, corpus, depth=10)
-    holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+    saved = out / name / f"setup-{args.configs}-{args.threshold}.pickle"  # a rerun skips retrieval and labelling
+    if saved.is_file():
+        runs, holes, labels = pickle.loads(saved.read_bytes())
+    else:
+        runs = _rankings(corpus, golden, grid.all_specs[: args.configs or None], out / name / "runs")
+        pool = pool_runs(sorted((out / name / "runs").glob("*.json")), golden, corpus, depth=10)
+        holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+        labels = _truth(corpus, golden, pool, args.threshold)
+        saved.write_bytes(pickle.dumps((runs, holes, labels)))
     n_holes = sum(len(h) for h in holes.values())
-    labels = _truth(corpus, golden, pool, args.threshold)
     relevant = sum(sum(v.values()) for v in labels.values())
     full = _judged(golden, labels)
     truth = {c: evaluate_rankings(r, full, corpus, ks=KS).metrics for c, r in runs.items()}
@@ -146,7 +152,7 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
                 if h.sampled:
                     drawn.setdefault(h.question, {})[h.anchor] = labels[h.question][h.anchor]
             judged = _judged(golden, drawn)
-            for c, r in runs.items():
+            for c, r in list(runs.items())[:: args.every]:
                 res = evaluate_rankings(r, judged, corpus, ks=KS)
                 est = estimate_metrics(res, judged, sample, corpus=corpus)
                 for i in est.intervals:
@@ -192,6 +198,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--draws", type=int, default=200)
     p.add_argument("--threshold", type=float, default=0.5)
     p.add_argument("--configs", type=int, default=0, help="only the first N configurations (0: all; for a quick try)")
+    p.add_argument("--every", type=int, default=1, help="score every Nth configuration in the draws (all are pooled)")
     p.add_argument("--shares", default="0.1,0.25,0.5", help="sample shares of the holes, comma-separated")
     args = p.parse_args(argv)
     out = Path(args.out)

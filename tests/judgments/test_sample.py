@@ -8,7 +8,7 @@ import pytest
 from ragtune import ConfigError
 from ragtune.evaluate.evaluate import EvalResult, QuestionResult
 from ragtune.golden import GoldenItem, GoldenSet
-from ragtune.judgments.estimate import estimate_metrics, hole_relevance
+from ragtune.judgments.estimate import SHRINK, estimate_metrics, hole_relevance
 from ragtune.judgments.sample import STRATA, allocate, draw_sample, stratum_of
 
 
@@ -115,7 +115,7 @@ def test_the_estimates_are_right_on_average_and_their_intervals_cover():
         assert covered[m] / n_draws >= 0.85, (m, covered[m] / n_draws)
 
 
-def test_hole_relevance_is_known_where_judged_and_the_stratum_rate_elsewhere():
+def test_hole_relevance_is_known_where_judged_and_the_cell_share_shrunk_to_the_stratum_rate_elsewhere():
     spec = synthetic_pool(4)
     sample = draw_sample(holes_of(spec), 12, seed=1)
     judged = {}
@@ -124,10 +124,14 @@ def test_hole_relevance_is_known_where_judged_and_the_stratum_rate_elsewhere():
             judged.setdefault(h.question, {})[h.anchor] = spec[h.question][3][h.anchor]
     _, golden = evaluation(spec, judged)
     p = hole_relevance(sample, golden)
-    rate = {}
+    rate, cell = {}, {}
     for h in sample.holes:
         if h.sampled:
-            rate.setdefault(h.stratum, []).append(judged[h.question][h.anchor])
+            y = judged[h.question][h.anchor]
+            rate.setdefault(h.stratum, []).append(y)
+            cell.setdefault((h.question, h.stratum), []).append(y)
+    rate = {s: np.mean(v) for s, v in rate.items()}
     for h in sample.holes:
-        expected = judged[h.question][h.anchor] if h.sampled else np.mean(rate[h.stratum])
+        mine = cell.get((h.question, h.stratum), [])
+        expected = judged[h.question][h.anchor] if h.sampled else (sum(mine) + SHRINK * rate[h.stratum]) / (len(mine) + SHRINK)
         assert p[h.question][h.anchor] == pytest.approx(expected)

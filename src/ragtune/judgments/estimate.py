@@ -5,29 +5,35 @@ each depth stratum :math:`h`. Once the drawn holes are judged, the share of rele
 estimated by inverse-probability weighting, :math:`\\hat p_h = \\frac{1}{N_h} \\sum_{i \\in S_h} y_i / \\pi_i`
 (the Horvitz-Thompson total over the stratum's size; :math:`S_h` the judged draws, :math:`y_i` = 1 when judged
 relevant; a drawn hole nobody judged yet is left out, :math:`m_h` counting the judged ones: missing at random).
-Each hole's relevance is then known (judged, drawn or not) or expected at its stratum's rate
-(:func:`hole_relevance`), as infAP infers the unsampled documents. Per question, with :math:`R` relevant anchors
+Each hole's relevance is then known (judged, drawn or not) or estimated as the share of relevant draws in its
+cell (its question's holes of its stratum), shrunk toward the stratum's rate,
+:math:`p_i = (x_{qh} + s \\hat p_h) / (m_{qh} + s)` with :math:`s` = ``SHRINK`` (:func:`hole_relevance`): how
+many relevant holes a question has varies far more between questions than within a stratum, so a question's
+own draws count. Per question, with :math:`R` relevant anchors
 judged (before the pool, or drawn and judged), :math:`R_k` of them covered in the top k, and :math:`p_i` each
-unjudged hole's rate:
+unjudged hole's probability:
 
 - recall@k :math:`= (R_k + \\sum_{i \\in C_k} p_i) / (R + \\sum_i p_i)`, :math:`C_k` the unjudged holes a top-k
   chunk covers;
-- precision@k :math:`= \\frac{1}{k} \\sum_{r \\le k} v_r`, :math:`v_r` = 1 when rank :math:`r` covers a judged
-  relevant anchor, else the chance one of the unjudged holes it covers is relevant,
-  :math:`1 - \\prod_{i \\in r} (1 - p_i)` (0 for a chunk covering none).
+- precision@k by Horvitz-Thompson, unbiased for the run whatever its holes: a top-k rank covering a relevant
+  anchor judged before the pool counts 1, one covering no hole of the pool counts as eval counts it, and one
+  covering holes counts :math:`\\sum_{i \\in S} w_i y_i / \\pi_i` over the judged draws it covers
+  (:math:`\\pi_i = m_h / N_h`; :math:`w_i = 1 / (1 + \\sum_{j \\ne i} p_j)` over the other holes it covers, so
+  that a chunk covering several relevant holes counts once); its variance is the stratified one, :math:`\\sum_h N_h^2 (1 - m_h/N_h) s_h^2 /
+  m_h` over each judged draw's contribution.
 
-The interval is the estimate :math:`\\pm 1.96` standard errors, the variance by linearisation: with
-:math:`d_i` the slope of the mean in unjudged hole :math:`i`'s relevance,
-:math:`\\widehat{Var} = \\sum_h (\\sum_{i \\in h} d_i)^2 Var(\\hat p_h) + \\sum_h \\tilde p_h (1 - \\tilde p_h)
-\\sum_{i \\in h} d_i^2`: the uncertainty of the stratum rate (without replacement, :math:`(1 - m_h/N_h)
-\\tilde p_h (1 - \\tilde p_h) / m_h`) and the spread of the unjudged holes around it, with the smoothed rate
-:math:`\\tilde p_h = (x_h + 0.5) / (m_h + 1)` so that a stratum whose draws were all not relevant is not
-taken as certain. It aims at the figure full judgments of the pool would give for this run on these questions
+Each interval is the estimate :math:`\\pm 1.96` standard errors. Recall's variance is by linearisation in the
+unjudged holes' probabilities (:math:`d_i` the slope of the mean in :math:`p_i`): the stratum rates' sampling variance
+(without replacement, :math:`(1 - m_h/N_h) \\tilde p (1 - \\tilde p) / m_h`) through the cells' weight on
+them, each cell's own share's variance :math:`m_{qh} \\tilde p (1 - \\tilde p) / (m_{qh} + s)^2`, and each unjudged hole's
+spread around its probability, :math:`d_i^2 p_i (1 - p_i)` (:math:`\\tilde p` smoothed by half a draw, and
+probabilities kept inside [0.02, 0.98], so nothing estimated at 0 or 1 is taken as certain). Both aim at the
+figure full judgments of the pool would give for this run on these questions
 (the questions are fixed; ``bench/sampled.py`` measures how often it covers it). nDCG is not estimated (its ideal
 ranking depends on every unknown grade at once): eval's judged-only figure and its upper bound stay its range.
 
 :func:`hole_relevance` gives, per question and hole, the probability a hole is relevant (1 or 0 once judged, its
-stratum's rate otherwise), for ordering what to judge next.
+cell's shrunk share otherwise), for ordering what to judge next.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ __all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", 
 
 Z95 = 1.959963984540054
 ESTIMATED = ("recall", "precision")
+SHRINK = 1.0  # judged draws' worth of the stratum's rate in each (question, stratum) cell's estimate
 
 
 @dataclass(frozen=True)
@@ -130,23 +137,37 @@ def _judged_draws(sample: PoolSample, items: Mapping[str, GoldenItem]) -> tuple[
 
 def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str, float]]:
     """Question id -> hole anchor -> the estimated probability that the hole is relevant: 1.0 or 0.0 once judged
-    (drawn or not), otherwise its depth stratum's rate, the share of the stratum's judged draws found relevant
-    (over all questions; the rate of all judged draws where the stratum has none judged, 0.0 with none at all)."""
+    (drawn or not); otherwise the share of relevant draws in its cell (its question's holes of its depth
+    stratum), shrunk toward the stratum's rate over all questions: ``(x_qh + SHRINK * r_h) / (m_qh + SHRINK)``,
+    the stratum's rate where the cell has no judged draw (the rate of all judged draws where the stratum has none,
+    0.0 with none at all)."""
+    return _relevance(sample, golden)[0]
+
+
+def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]],
+                                                                  dict[tuple[str, str], tuple[float, int]],
+                                                                  dict[str, float]]:
+    """(hole_relevance, (question, stratum) -> (relevant draws, judged draws), stratum -> rate)."""
     items = _by_id(golden)
     draws, _ = _judged_draws(sample, items)
     hits: dict[str, list[float]] = {}
+    cells: dict[tuple[str, str], tuple[float, int]] = {}
     for h, y in draws:
         hits.setdefault(h.stratum, []).append(y)
+        x, m = cells.get((h.question, h.stratum), (0.0, 0))
+        cells[(h.question, h.stratum)] = (x + y, m + 1)
     overall = float(np.mean([y for _, y in draws])) if draws else 0.0
+    rate = {s: float(np.mean(v)) for s, v in hits.items()}
     out: dict[str, dict[str, float]] = {}
     for h in sample.holes:
         item = items.get(h.question)
         if item is not None and h.anchor in item.judged_anchors:
             p = 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0
         else:
-            p = float(np.mean(hits[h.stratum])) if h.stratum in hits else overall
+            x, m = cells.get((h.question, h.stratum), (0.0, 0))
+            p = (x + SHRINK * rate.get(h.stratum, overall)) / (m + SHRINK)
         out.setdefault(h.question, {})[h.anchor] = p
-    return out
+    return out, cells, rate
 
 
 def _read_result(result: EvalResult | Mapping[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[int, ...]]:
@@ -177,7 +198,9 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     items = _by_id(golden)
     draws, strata = _judged_draws(sample, items)
     rate = _rates(draws)
-    prob = hole_relevance(sample, golden)
+    prob, cells, _ = _relevance(sample, golden)
+    pi = {s: m / n for s, (n, m) in strata.items() if m}
+    lin: dict[str, list[tuple[str, float]]] = {}  # precision: (stratum, z_i) per judged draw (Horvitz-Thompson)
     holes = sample.by_question()
     questions = [q for q in questions_all if q.answerable and q.id in items]
     if not questions:
@@ -195,28 +218,37 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
         hit = _covering(top, unknown, corpus)
         outside += sum(1 for r, hs in zip(top, hit) if not r.get("judged") and not hs)
         den = len(q.relevant) + sum(p.values())
+        cell = {s: cells.get((q.id, s), (0.0, 0)) for s in set(unknown.values())}
+        every = {h.anchor: h.stratum for h in holes.get(q.id, [])}
+        hit_all = _covering(top, every, corpus)  # per rank, the pool's holes its chunk covers
+        base_hit = _covering(top, {a: "" for a in q.relevant if a not in every}, corpus)  # relevant before the pool
+        draws_q = {h.anchor: (h.stratum, y) for h, y in draws if h.question == q.id}
         for k in ks:
             covered = set().union(*hit[:k])
             num = sum(1 for r in q.anchor_ranks.values() if r is not None and r <= k) + sum(p[a] for a in covered)
-            _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q,
-                 [(s, ((a in covered) / den - num / den**2) if den else 0.0) for a, s in unknown.items()])
-            value, slope = 0.0, dict.fromkeys(unknown, 0.0)
-            for r, hs in zip(top[:k], hit[:k]):
-                if r.get("relevant"):
-                    value += 1.0
+            d_r = {a: ((a in covered) / den - num / den**2) if den else 0.0 for a in unknown}
+            _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q, unknown, d_r, p, cell)
+            value, times = 0.0, dict.fromkeys(draws_q, 0.0)
+            for r, pooled, known in zip(top[:k], hit_all[:k], base_hit[:k]):
+                if known or not pooled:
+                    value += 1.0 if known or r.get("relevant") else 0.0
                     continue
-                miss = [1.0 - p[a] for a in hs]
-                value += 1.0 - math.prod(miss)
-                for i, a in enumerate(hs):
-                    slope[a] += math.prod(miss[:i] + miss[i + 1:])
-            _add(est, grad, squares, f"precision@{k}", value / k, n_q,
-                 [(s, slope[a] / k) for a, s in unknown.items()])
+                for a in pooled & set(draws_q):  # a chunk covering several relevant holes is one relevant rank:
+                    share = 1.0 / (1.0 + sum(prob[q.id].get(b, 0.0) for b in pooled if b != a))  # each its share
+                    times[a] += share
+                    value += share * draws_q[a][1] / pi[draws_q[a][0]]
+            key = f"precision@{k}"
+            est[key] = est.get(key, 0.0) + value / k / n_q
+            lin.setdefault(key, []).extend((draws_q[a][0], draws_q[a][1] * t / k / n_q) for a, t in times.items())
     intervals = []
     for name in ESTIMATED:
         for k in ks:
             key = f"{name}@{k}"
-            se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s] * _spread(rate.get(s))
-                               for s, g in grad.get(key, {}).items()))
+            if name == "precision":
+                se = math.sqrt(_ht_variance(lin.get(key, []), strata))
+            else:
+                se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s]
+                                   for s, g in grad.get(key, {}).items()))
             upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
             judged = math.nan if judged is None else float(judged)
             intervals.append(Interval(key, judged, est[key], est[key] - z * se, est[key] + z * se,
@@ -244,21 +276,46 @@ def _covering(top: list[Mapping[str, Any]], unknown: Mapping[str, str], corpus: 
 
 
 def _add(est: dict[str, float], grad: dict[str, dict[str, float]], squares: dict[str, dict[str, float]], key: str,
-         value: float, n_q: int, slopes: list[tuple[str, float]]) -> None:
-    """Add one question's value to the mean of ``key``, and its slope in each unjudged hole's relevance (summed per
-    stratum, and squared)."""
+         value: float, n_q: int, unknown: Mapping[str, str], slope: Mapping[str, float], p: Mapping[str, float],
+         cell: Mapping[str, tuple[float, int]]) -> None:
+    """Add one question's value to the mean of ``key`` and its variance terms: per stratum, the slope in the
+    stratum's rate (each unjudged hole's slope times the cell's weight on that rate), the variance of the cell's own
+    share of relevant draws, and the spread of each unjudged hole around its probability."""
     est[key] = est.get(key, 0.0) + value / n_q
     g, sq = grad.setdefault(key, {}), squares.setdefault(key, {})
-    for s, d in slopes:
-        g[s] = g.get(s, 0.0) + d / n_q
-        sq[s] = sq.get(s, 0.0) + (d / n_q) ** 2
+    by: dict[str, float] = {}
+    for a, s in unknown.items():
+        d = slope[a] / n_q
+        by[s] = by.get(s, 0.0) + d
+        sq[s] = sq.get(s, 0.0) + d * d * _spread(p[a])
+    for s, d in by.items():
+        x, m = cell[s]
+        g[s] = g.get(s, 0.0) + d * SHRINK / (m + SHRINK)
+        if m:
+            sq[s] = sq.get(s, 0.0) + d * d * m * _spread((x + 0.5) / (m + 1)) / (m + SHRINK) ** 2
 
 
-def _spread(xm: tuple[float, int] | None) -> float:
-    """p (1 - p) of a stratum's smoothed rate: how much one unjudged hole's relevance varies around it."""
-    x, m = xm or (0.0, 0)
-    p = (x + 0.5) / (m + 1)
+def _spread(p: float) -> float:
+    """p (1 - p), with p kept inside [0.02, 0.98]: a probability estimated at 0 or 1 is not taken as certain."""
+    p = min(0.98, max(0.02, p))
     return p * (1 - p)
+
+
+def _ht_variance(contrib: list[tuple[str, float]], strata: Mapping[str, tuple[int, int]]) -> float:
+    """Stratified without-replacement variance of a Horvitz-Thompson total of z: ``sum_h N_h^2 (1 - m_h/N_h)
+    s_h^2 / m_h``, with s_h^2 over the stratum's m_h judged draws (the draws not listed add z = 0)."""
+    by: dict[str, list[float]] = {}
+    for s, v in contrib:
+        by.setdefault(s, []).append(v)
+    var = 0.0
+    for s, (n, m) in strata.items():
+        if m < 2 or m >= n:
+            continue
+        zs = np.zeros(m)
+        vals = by.get(s, [])
+        zs[: len(vals)] = vals
+        var += n * n * (1 - m / n) * float(np.var(zs, ddof=1)) / m
+    return var
 
 
 def _rates(draws: list[tuple[SampledHole, float]]) -> dict[str, tuple[float, int]]:
