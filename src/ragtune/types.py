@@ -10,7 +10,7 @@ spans are offsets into the source file as well (see :class:`Document`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 __all__ = ["Section", "Document", "Chunk", "Hit", "Ranking"]
 
@@ -177,15 +177,40 @@ class Hit:
 class Ranking:
     """What a retriever returns for one query, best first.
 
-    ``timings`` holds seconds spent per stage (``"bm25"``, ...).
+    ``timings`` holds seconds spent per stage (``"bm25"``, ...). ``searches``: when the retriever searched more
+    than once (an agent's tool calls, a second hop along the corpus's links, a conversation's rewritten query),
+    each search in the order it was made, its own query and hits; ``hits`` is then what reached the model, the
+    searches' hits in that order without repeats (:meth:`from_searches`). Empty for one search.
     """
 
     query: str
     hits: tuple[Hit, ...]
     timings: Mapping[str, float] = field(default_factory=dict)
+    searches: tuple[Ranking, ...] = ()
 
     def __len__(self) -> int:
         return len(self.hits)
+
+    @classmethod
+    def from_searches(cls, query: str, searches: Sequence[Ranking], timings: Mapping[str, float] | None = None
+                      ) -> Ranking:
+        """The ranking of a question searched several times: every search's hits in the order they were made, a
+        chunk seen before left out (the model reads it once), and the searches kept. ``timings`` default to the
+        sum of the searches' per stage."""
+        seen: set[str] = set()
+        hits = []
+        for s in searches:
+            for h in s.hits:
+                if h.chunk.id not in seen:
+                    seen.add(h.chunk.id)
+                    hits.append(h)
+        if timings is None:
+            total: dict[str, float] = {}
+            for s in searches:
+                for k, v in s.timings.items():
+                    total[k] = total.get(k, 0.0) + v
+            timings = total
+        return cls(query, tuple(hits), dict(timings), tuple(searches))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -203,4 +228,5 @@ class Ranking:
                 for h in self.hits
             ],
             "timings_ms": {k: v * 1000.0 for k, v in self.timings.items()},
+            **({"searches": [s.to_dict() for s in self.searches]} if self.searches else {}),
         }
