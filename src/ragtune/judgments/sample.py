@@ -185,7 +185,8 @@ def read_pool_sample(path: str | os.PathLike[str]) -> PoolSample:
                 raise ConfigError(f"{path}:{lineno}: a hole without rank, stratum, pi and sampled; write the pool "
                                   "again with `ragtune pool ... --sample N --out FILE`") from None
     if any(not 0.0 < h.pi <= 1.0 for h in holes):
-        raise ConfigError(f"{path}: an inclusion probability outside (0, 1]; write the pool again with --sample")
+        raise ConfigError(f"{path}: an inclusion probability outside (0, 1]; write the pool again with "
+                          "`ragtune pool ... --sample N --out FILE`")
     strata = tuple(Stratum(str(s.get("label")), int(s.get("holes", 0)), int(s.get("drawn", 0)), 0.0)
                    for s in meta.get("strata", []) if isinstance(s, Mapping))
     return PoolSample(int(meta.get("n", sum(h.sampled for h in holes))), int(meta.get("seed", 0)), strata,
