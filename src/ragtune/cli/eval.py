@@ -73,6 +73,12 @@ def check_gate_pipeline(gate, pipeline) -> None:
                           "the options it was fitted with, or refit it with ragtune calibrate --learned FILE")
 
 
+def _added(result, golden) -> tuple[dict, str]:
+    """The relevant anchors judging added after authoring (recall is measured against more): JSON and a note."""
+    added = added_by_judging(result, golden)
+    return ({"added_by_judging": added.to_dict()}, "\n" + added.to_text()) if added else ({}, "")
+
+
 def _estimated(args, data, text) -> tuple[dict, str]:
     """--pool-sample FILE: recall and precision estimated from the judged draws of a pool sample, 95% intervals."""
     from ..corpus import load_corpus
@@ -83,12 +89,6 @@ def _estimated(args, data, text) -> tuple[dict, str]:
     est = estimate_metrics(data, load_golden(args.golden, split=args.split, labels=args.labels),
                            read_pool_sample(args.pool_sample), corpus=corpus)
     return {**data, "estimate": est.to_dict()}, f"{text}\n{est.summary()}"
-
-
-def _added(result, golden) -> tuple[dict, str]:
-    """The relevant anchors judging added after authoring (recall is measured against more): JSON and a note."""
-    added = added_by_judging(result, golden)
-    return ({"added_by_judging": added.to_dict()}, "\n" + added.to_text()) if added else ({}, "")
 
 
 def _emit_gated(args, data, text) -> int:
