@@ -28,6 +28,18 @@ label), optional ``at`` (an ISO 8601 date or time), ``pool`` (the pool file it c
 the judgment made the anchor relevant on a question that already had relevant anchors: judging added it after the
 question was authored; :attr:`GoldenItem.added`). A record must agree with the item's label for its anchor. See
 docs/concepts/judgments.md.
+
+Questions that need more than one search (all optional; a plain set is unchanged)::
+
+    {"id": "m1", "q": "...", "relevant": ["a.md#x", "b.md#y", "b.md#z"], "evidence": [["a.md#x"], ["b.md#y", "b.md#z"]]}
+    {"id": "c1", "turns": [{"q": "How do I declare a route?", "relevant": ["routes.md#declare"]},
+                           {"q": "and how do I test it?", "relevant": ["testing.md#client"]}]}
+
+``evidence`` lists groups of alternative anchors: the question is fully supported when an anchor of every group
+reached the model. ``relevant`` stays the union of every relevant anchor (so every metric works unchanged; left
+out, it is filled from ``evidence``; given, it must hold every evidence anchor). A conversation line loads as one
+item per turn, ids ``c1#1``, ``c1#2``, ... (:attr:`GoldenItem.conversation`, ``turn``, ``history``: the questions
+asked before it), and is written back as one line (:func:`golden_records`).
 """
 
 from __future__ import annotations
@@ -55,9 +67,11 @@ from .io import InputFormat, Sample, describe_formats, sniff_format, write_text
 from .types import Document, Section
 
 __all__ = ["GoldenItem", "GoldenSet", "Judgment", "GoldenProblem", "GoldenReport", "load_golden", "check_golden",
-           "parse_item", "GRADE_RULE", "grade_rule", "TOP_GRADE", "items_from_grades", "JUDGMENT_FORMATS", "read_judgments"]
+           "parse_item", "parse_record", "golden_records", "GRADE_RULE", "grade_rule", "TOP_GRADE", "items_from_grades", "JUDGMENT_FORMATS", "read_judgments"]
 
-_FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments")
+_FIELDS = ("id", "q", "relevant", "tags", "status", "draft", "judged", "judgments", "evidence")
+_CONVERSATION_FIELDS = ("id", "turns")
+_EVIDENCE_EXAMPLE = '[["a.md#x"], ["b.md#y", "b.md#z"]]'
 _JUDGMENT_FIELDS = ("anchor", "grade", "by", "at", "pool", "added")
 TOP_GRADE = 2.0  # the grade of an anchor in a plain list ``relevant: [a, b]``: "answers it", the workbench's top
 LABELS = ("human", "all")  # which labels scoring uses: a person's only (LLM-only labels dropped), or every one
@@ -103,6 +117,11 @@ class GoldenItem:
     draft: Mapping[str, Any] = field(default_factory=dict)  # drafting notes (section, overlap, flags)
     judged: Mapping[str, float] = field(default_factory=dict)  # anchor -> grade as judged (0: not relevant)
     judgments: tuple[Judgment, ...] = ()  # provenance: who judged which anchor, when, from which pool
+    # groups of alternative anchors: fully supported when every group has an anchor covered (all in ``relevant``)
+    evidence: tuple[tuple[str, ...], ...] = ()
+    conversation: str | None = None  # the conversation this question is a turn of (its id is f"{conversation}#{turn+1}")
+    turn: int | None = None  # 0-based index of the turn in its conversation
+    history: tuple[str, ...] = ()  # the questions of the conversation's earlier turns, in order
 
     @property
     def answerable(self) -> bool:
@@ -127,7 +146,8 @@ class GoldenItem:
         drop = set(self.llm_only)
         if not drop:
             return self
-        return replace(self, relevant={a: g for a, g in self.relevant.items() if a not in drop},
+        groups = tuple(g for g in (tuple(a for a in grp if a not in drop) for grp in self.evidence) if g)
+        return replace(self, relevant={a: g for a, g in self.relevant.items() if a not in drop}, evidence=groups,
                        judged={a: g for a, g in self.judged.items() if a not in drop},
                        judgments=tuple(j for j in self.judgments if j.anchor not in drop))
 
@@ -175,6 +195,8 @@ class GoldenItem:
         top = bool(self.relevant) and all(g == TOP_GRADE for g in self.relevant.values())
         relevant: Any = list(self.relevant) if top or not self.relevant else dict(self.relevant)
         d: dict[str, Any] = {"id": self.id, "q": self.q, "relevant": relevant}
+        if self.evidence:
+            d["evidence"] = [list(g) for g in self.evidence]
         if self.tags:
             d["tags"] = list(self.tags)
         if self.status:
@@ -262,11 +284,15 @@ class GoldenSet:
 def _parse_item(obj: Any, where: str) -> GoldenItem:
     if not isinstance(obj, Mapping):
         raise GoldenSetError(f"{where}: expected an object with fields {', '.join(_FIELDS)}, got {type(obj).__name__}")
+    if "turns" in obj:
+        raise GoldenSetError(f"{where}: a conversation ({{\"id\", \"turns\": [...]}}) is a whole line of a golden "
+                             "set, not one question; read it with parse_record")
     unknown = sorted(set(obj) - set(_FIELDS))
     if unknown:
-        raise GoldenSetError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: {', '.join(_FIELDS)}")
+        raise GoldenSetError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}; valid fields: "
+                             f"{', '.join(_FIELDS)} (a conversation: id and turns)")
     for name in ("id", "q", "relevant"):
-        if name not in obj:
+        if name not in obj and not (name == "relevant" and "evidence" in obj):
             raise GoldenSetError(f"{where}: missing field {name!r} (every item needs id, q and relevant; use \"relevant\": [] for an unanswerable question)")
     qid = obj["id"]
     if isinstance(qid, bool) or not isinstance(qid, (str, int)) or not str(qid).strip():
@@ -275,7 +301,8 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     q = obj["q"]
     if not isinstance(q, str):
         raise GoldenSetError(f"{where}: 'q' must be a string, got {type(q).__name__}")
-    rel = obj["relevant"]
+    evidence = _parse_evidence(obj.get("evidence"), where)
+    rel = obj["relevant"] if "relevant" in obj else [a for g in evidence for a in g]
     relevant: dict[str, float] = {}
     if isinstance(rel, Mapping):
         for anchor, grade in rel.items():
@@ -305,14 +332,95 @@ def _parse_item(obj: Any, where: str) -> GoldenItem:
     if isinstance(rel, list):  # a listed anchor a person graded keeps the grade recorded (files written before a
         recorded = {j.anchor: j.grade for j in judgments if j.grade > 0}  # list meant the top grade wrote grade 1)
         relevant = {a: recorded.get(a, g) for a, g in relevant.items()}
+    missing = [a for g in evidence for a in g if a not in relevant]
+    if missing:
+        raise GoldenSetError(f"{where}: evidence anchor {missing[0]!r} is not in 'relevant'; 'relevant' lists every "
+                             "relevant anchor: add it there, or leave 'relevant' out to fill it from 'evidence'")
     return GoldenItem(id=str(qid), q=q, relevant=relevant, tags=tuple(tags), status=status, draft=dict(draft),
-                      judged=_parse_judged(obj.get("judged"), where), judgments=judgments)
+                      judged=_parse_judged(obj.get("judged"), where), judgments=judgments, evidence=evidence)
+
+
+def _parse_evidence(raw: Any, where: str) -> tuple[tuple[str, ...], ...]:
+    """``evidence``: a non-empty list of groups, each a non-empty list of anchor strings (alternatives)."""
+    if raw is None:
+        return ()
+    rule = (f"'evidence' must be a list of groups of alternative anchors, like {_EVIDENCE_EXAMPLE} (every group must "
+            "be covered; one anchor of a group is enough)")
+    if not isinstance(raw, list) or not raw:
+        raise GoldenSetError(f"{where}: {rule}, got {raw!r}")
+    groups = []
+    for n, group in enumerate(raw, start=1):
+        if isinstance(group, str):
+            raise GoldenSetError(f"{where}: evidence group {n} is the string {group!r}, not a list; {rule}: write "
+                                 f"[{json.dumps(group)}] for a group of one anchor")
+        if not isinstance(group, list) or not group:
+            raise GoldenSetError(f"{where}: evidence group {n} must be a non-empty list of anchors; {rule}, got "
+                                 f"{group!r}")
+        for anchor in group:
+            if not isinstance(anchor, str) or not anchor.strip():
+                raise GoldenSetError(f"{where}: evidence group {n} must list anchor strings like \"guide.md#refunds\","
+                                     f" got {anchor!r}")
+        groups.append(tuple(dict.fromkeys(a.strip() for a in group)))
+    return tuple(groups)
 
 
 def parse_item(obj: Any, where: str = "item") -> GoldenItem:
     """One golden item from its JSON object, validated as :func:`load_golden` does (:class:`GoldenSetError`
     naming ``where`` and the field otherwise)."""
     return _parse_item(obj, where)
+
+
+def parse_record(obj: Any, where: str = "item") -> list[GoldenItem]:
+    """The golden items of one line of a golden set: one item, or a conversation
+    ``{"id": "c1", "turns": [{"q": ..., "relevant": [...]}, ...]}``, one item per turn, with id ``c1#1``,
+    ``c1#2``, ... (a turn may give its own ``id``), :attr:`GoldenItem.conversation`, ``turn`` (0-based) and
+    ``history`` (the questions of the turns before it). Validated as :func:`load_golden` does."""
+    if not isinstance(obj, Mapping) or "turns" not in obj:
+        return [_parse_item(obj, where)]
+    unknown = sorted(set(obj) - set(_CONVERSATION_FIELDS))
+    if unknown:
+        raise GoldenSetError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))} in a conversation; a "
+                             "conversation line holds only id and turns (each turn: q, relevant, evidence, tags, ...)")
+    cid = obj.get("id")
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)) or not str(cid).strip():
+        raise GoldenSetError(f"{where}: a conversation needs a non-empty 'id' (its turns are <id>#1, <id>#2, ...), "
+                             f"got {cid!r}")
+    cid = str(cid)
+    turns = obj["turns"]
+    if not isinstance(turns, list) or not turns:
+        raise GoldenSetError(f"{where}: conversation {cid!r}: 'turns' must be a non-empty list of questions "
+                             "{\"q\": ..., \"relevant\": [...]}, in the order asked")
+    items: list[GoldenItem] = []
+    for n, turn in enumerate(turns):
+        what = f"{where}: conversation {cid!r} turn {n + 1}"
+        if not isinstance(turn, Mapping):
+            raise GoldenSetError(f"{what}: expected an object {{\"q\": ..., \"relevant\": [...]}}, got {turn!r}")
+        if "turns" in turn:
+            raise GoldenSetError(f"{what}: a turn cannot hold turns; list every turn in the conversation's 'turns'")
+        item = _parse_item({"id": f"{cid}#{n + 1}", **turn}, what)
+        items.append(replace(item, conversation=cid, turn=n, history=tuple(i.q for i in items)))
+    return items
+
+
+def golden_records(items: Iterable[GoldenItem]) -> list[dict[str, Any]]:
+    """The lines of a golden set file for ``items``: an item's :meth:`GoldenItem.to_dict`, the turns of a
+    conversation regrouped into one ``{"id", "turns"}`` line where its first turn stands (a turn keeps its ``id``
+    only when it is not ``<conversation>#<position>``). Inverse of :func:`parse_record`."""
+    out: list[dict[str, Any]] = []
+    conversations: dict[str, list[dict[str, Any]]] = {}
+    for item in items:
+        if item.conversation is None:
+            out.append(item.to_dict())
+            continue
+        if item.conversation not in conversations:
+            conversations[item.conversation] = []
+            out.append({"id": item.conversation, "turns": conversations[item.conversation]})
+        turns = conversations[item.conversation]
+        d = item.to_dict()
+        if d["id"] == f"{item.conversation}#{len(turns) + 1}":
+            del d["id"]
+        turns.append(d)
+    return out
 
 
 def _grade(v: Any, what: str) -> float:
@@ -386,8 +494,9 @@ def _load_jsonl(path: Path) -> GoldenSet:
     items, where = [], []
     try:
         for lineno, obj in iter_jsonl(path):
-            where.append(f"{path}:{lineno}")
-            items.append(_parse_item(obj, where[-1]))
+            parsed = parse_record(obj, f"{path}:{lineno}")
+            items.extend(parsed)
+            where.extend(_locations(f"{path}:{lineno}", parsed))
     except CorpusError as e:  # malformed JSON from the shared reader
         raise GoldenSetError(str(e)) from None
     return GoldenSet(items, source=str(path), locations=where)
@@ -419,8 +528,19 @@ def _load_yaml(path: Path) -> GoldenSet:
     if not isinstance(data, list):
         raise GoldenSetError(f"{path}: expected a YAML list of items (or a mapping with a 'questions' list)")
     lines = _item_lines(text)
-    where = [f"{path}:{lines[i]}" if len(lines) == len(data) else f"{path} item {i + 1}" for i in range(len(data))]
-    return GoldenSet([_parse_item(obj, w) for obj, w in zip(data, where)], source=str(path), locations=where)
+    items: list[GoldenItem] = []
+    where: list[str] = []
+    for i, obj in enumerate(data):
+        at = f"{path}:{lines[i]}" if len(lines) == len(data) else f"{path} item {i + 1}"
+        parsed = parse_record(obj, at)
+        where.extend(_locations(at, parsed))
+        items.extend(parsed)
+    return GoldenSet(items, source=str(path), locations=where)
+
+
+def _locations(where: str, items: list[GoldenItem]) -> list[str]:
+    """Where each item of one line stands: the line, and for a conversation's turns the turn too."""
+    return [where if i.conversation is None else f"{where} turn {i.turn + 1}" for i in items]
 
 
 def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
@@ -590,12 +710,13 @@ def write_beir_golden(golden: GoldenSet, folder: Path, *, split: str = "test") -
 
 
 def write_golden_jsonl(golden: GoldenSet, path: Path) -> int:
-    write_text(path, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in golden))
+    """Golden JSONL: one item a line, a conversation's turns regrouped in one line (:func:`golden_records`)."""
+    write_text(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in golden_records(golden)))
     return len(golden)
 
 
 def write_golden_yaml(golden: GoldenSet, path: Path) -> int:
-    write_text(path, yaml.safe_dump([i.to_dict() for i in golden], sort_keys=False, allow_unicode=True))
+    write_text(path, yaml.safe_dump(golden_records(golden), sort_keys=False, allow_unicode=True))
     return len(golden)
 
 

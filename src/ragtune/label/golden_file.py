@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, GoldenConflictError, GoldenSetError
-from ..golden import TOP_GRADE, GoldenItem, Judgment, parse_item
+from ..golden import TOP_GRADE, GoldenItem, Judgment, golden_records, parse_item, parse_record
 from ..io import check_writable, write_atomic
 
 __all__ = ["GoldenFile", "Conflict", "conflict", "revision", "GRADES"]
@@ -118,13 +118,13 @@ class GoldenFile:
             except json.JSONDecodeError as e:
                 raise GoldenSetError(f"{where}: not valid JSON ({e.msg}, column {e.colno}); fix or remove the line "
                                      "before opening the workbench") from None
-            item = parse_item(obj, where)
-            if item.id in seen:
-                raise GoldenSetError(f"{where}: duplicate question id {item.id!r} (first at line {seen[item.id]}); "
-                                     "the workbench changes questions by id: give each its own (`ragtune golden "
-                                     "check` lists every problem)")
-            seen[item.id] = lineno
-            items.append(item)
+            for item in parse_record(obj, where):  # one question, or each turn of a conversation
+                if item.id in seen:
+                    raise GoldenSetError(f"{where}: duplicate question id {item.id!r} (first at line {seen[item.id]}); "
+                                         "the workbench changes questions by id: give each its own (`ragtune golden "
+                                         "check` lists every problem)")
+                seen[item.id] = lineno
+                items.append(item)
         return items
 
     def item(self, qid: str) -> GoldenItem | None:
@@ -153,8 +153,8 @@ class GoldenFile:
     def _write(self, items: Iterable[GoldenItem]) -> None:
         """Replace the file (through a symlink to its target, keeping its mode): :func:`ragtune.io.write_atomic`."""
         def rows(f: Any) -> None:
-            for item in items:
-                f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+            for record in golden_records(items):  # a conversation's turns back in one line
+                f.write(json.dumps(record, ensure_ascii=False) + "\n")
 
         write_atomic(self.path, rows)
 
