@@ -25,7 +25,7 @@ $(DEMO): pyproject.toml constraints.txt | $(PY)
 	touch $(DEMO) $(CORE)
 
 $(ALL): pyproject.toml constraints.txt examples/plugin/pyproject.toml examples/plugin/ragtune_example_overlap.py | $(PY)
-	$(PY) -m pip install -q -c constraints.txt -e '.[test,embed,st,onnx,train,ann,llm,serve,external,llamaindex,langchain,haystack,milvus,milvus-server,ray,formats,mlflow,search]'
+	$(PY) -m pip install -q -c constraints.txt -e '.[test,embed,st,onnx,train,ann,llm,serve,external,llamaindex,langchain,haystack,traces,milvus,milvus-server,ray,formats,mlflow,search]'
 	$(PY) -m pip install -q -c constraints.txt ./examples/plugin  # the entry-point example the registry tests load
 	touch $(ALL) $(DEMO) $(CORE)
 
