@@ -4,9 +4,10 @@ import json
 
 import pytest
 
-from ragtune import GoldenSetError, load_golden
-from ragtune.golden import GoldenItem, golden_records, parse_item, parse_record, write_golden_jsonl, \
-    write_golden_yaml
+from ragtune import GoldenSetError, check_golden, load_corpus, load_golden
+from ragtune.cli import main
+from ragtune.golden import GoldenItem, golden_records, parse_item, parse_record, ranx_qrels, write_beir_golden, \
+    write_golden_jsonl, write_golden_yaml, write_trec_qrels
 from tests.helpers import write_jsonl
 
 CONVERSATION = {"id": "c1", "turns": [
@@ -145,3 +146,92 @@ def test_human_labels_drop_llm_only_anchors_from_evidence_groups():
     assert human.evidence == (("a.md",), ("b.md",))
     assert set(human.relevant) == {"a.md", "b.md"}
     assert isinstance(human, GoldenItem)
+
+
+# -- golden check and the export formats ------------------------------------------------------------------------
+
+def test_check_finds_unknown_evidence_anchors_and_turn_anchors(md_corpus, tmp_path):
+    corpus = load_corpus(md_corpus)
+    path = write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "m1", "q": "refunds and shipping?", "evidence": [["guide/billing.md#refunds"], ["faq.md#shiping"]]},
+        {"id": "c1", "turns": [{"q": "refunds?", "relevant": ["guide/billing.md#refunds"]},
+                               {"q": "and invoices?", "relevant": ["guide/billing.md#invoice"]}]},
+    ])
+    report = check_golden(load_golden(path), corpus)
+    assert [(p.kind, p.item_id) for p in report.problems] == [("unknown_anchor", "m1"), ("unknown_anchor", "c1#2")]
+    first, second = (p.message for p in report.problems)
+    assert f"{path}:1: unknown anchor 'faq.md#shiping' (m1, evidence group 2)" in first
+    assert f"{path}:2 turn 2: unknown anchor 'guide/billing.md#invoice' (c1#2)" in second
+    assert "guide/billing.md#invoices" in report.problems[1].suggestions
+
+
+def test_check_summary_counts_evidence_questions_conversations_and_turns(md_corpus, tmp_path):
+    corpus = load_corpus(md_corpus)
+    path = write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "q1", "q": "refunds?", "relevant": ["guide/billing.md#refunds"]},
+        {"id": "m1", "q": "refunds then invoices?", "evidence": [["guide/billing.md#refunds"],
+                                                                 ["guide/billing.md#invoices", "faq.md"]]},
+        {"id": "c1", "turns": [{"q": "refunds?", "relevant": ["guide/billing.md#refunds"]},
+                               {"q": "and invoices?", "relevant": ["guide/billing.md#invoices"]}]},
+    ])
+    report = check_golden(load_golden(path), corpus)
+    assert report.ok, [p.message for p in report.problems]
+    s = report.summary
+    assert (s["questions"], s["evidence_questions"], s["conversations"], s["turns"]) == (4, 1, 1, 2)
+    assert s["relevant_anchors"] == 6
+    plain = check_golden(load_golden(write_jsonl(tmp_path / "p.jsonl", [
+        {"id": "q1", "q": "refunds?", "relevant": ["guide/billing.md#refunds"]}])), corpus).summary
+    assert (plain["evidence_questions"], plain["conversations"], plain["turns"]) == (0, 0, 0)
+
+
+def test_cli_check_prints_the_multistep_line(md_corpus, tmp_path, capsys):
+    path = write_jsonl(tmp_path / "g.jsonl", [
+        {"id": "m1", "q": "refunds then invoices?", "evidence": [["guide/billing.md#refunds"],
+                                                                 ["guide/billing.md#invoices"]]},
+        {"id": "c1", "turns": [{"q": "refunds?", "relevant": ["guide/billing.md#refunds"]},
+                               {"q": "and invoices?", "relevant": ["guide/billing.md#invoices"]}]}])
+    assert main(["golden", "check", "--corpus", str(md_corpus), "--golden", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "more than one search: 1 with evidence groups, 1 conversations (2 turns)" in out
+    plain = write_jsonl(tmp_path / "p.jsonl", [{"id": "q1", "q": "refunds?", "relevant": ["guide/billing.md#refunds"]}])
+    assert main(["golden", "check", "--corpus", str(md_corpus), "--golden", str(plain)]) == 0
+    assert "more than one search" not in capsys.readouterr().out
+
+
+def test_trec_and_ranx_qrels_hold_turn_ids_and_the_union_of_evidence(tmp_path):
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [MULTIHOP, CONVERSATION]))
+    write_trec_qrels(golden, tmp_path / "g.qrels")
+    rows = [line.split() for line in (tmp_path / "g.qrels").read_text().splitlines()]
+    assert [r[0] for r in rows] == ["m1"] * 3 + ["c1#1", "c1#2"]  # the unanswerable third turn has no qrels
+    assert [r[2] for r in rows[:3]] == list(MULTIHOP["relevant"])
+    back = load_golden(tmp_path / "g.qrels")
+    assert {i.id: dict(i.relevant) for i in back} == {i.id: dict(i.relevant) for i in golden if i.answerable}
+    assert ranx_qrels(golden)["c1#2"] == {"testing.md#client": 1}
+
+
+def test_beir_export_keeps_turns_and_evidence_in_query_metadata(tmp_path):
+    golden = load_golden(write_jsonl(tmp_path / "g.jsonl", [MULTIHOP, CONVERSATION,
+                                                            {"id": "q9", "q": "plain", "relevant": ["a.md"]}]))
+    folder = write_beir_golden(golden, tmp_path / "beir")
+    queries = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
+    assert queries[2] == {"_id": "c1#2", "text": "and how do I test it?", "metadata": {
+        "conversation": "c1", "turn": 1, "history": ["How do I declare a route?"],
+        "evidence": [["testing.md#client"]]}}
+    assert queries[-1] == {"_id": "q9", "text": "plain"}  # a plain question as before
+    back = load_golden(folder, split="test")
+    want = {i.id: i for i in golden if i.answerable}
+    assert [i.id for i in back] == list(want)
+    for item in back:
+        w = want[item.id]
+        assert (item.q, dict(item.relevant), item.evidence, item.conversation, item.turn, item.history) == \
+            (w.q, dict(w.relevant), w.evidence, w.conversation, w.turn, w.history)
+
+
+def test_beir_metadata_with_a_bad_turn_is_refused(tmp_path):
+    folder = tmp_path / "beir"
+    (folder / "qrels").mkdir(parents=True)
+    (folder / "queries.jsonl").write_text(json.dumps({"_id": "c1#1", "text": "x", "metadata": {
+        "conversation": "c1", "turn": "first"}}) + "\n")
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nc1#1\ta.md\t1\n")
+    with pytest.raises(GoldenSetError, match=r"queries\.jsonl:1: query 'c1#1': metadata of a conversation turn"):
+        load_golden(folder, split="test")

@@ -557,6 +557,7 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
     if not qpath.is_file():
         raise CorpusNotFoundError(f"{qpath}: not found; a BEIR folder holds queries.jsonl")
     lines: dict[str, int] = {}
+    metadata: dict[str, Any] = {}
     for lineno, obj in iter_jsonl(qpath):
         if "_id" not in obj or not isinstance(obj.get("text"), str):
             raise GoldenSetError(f"{qpath}:{lineno}: each query needs '_id' and 'text'")
@@ -566,6 +567,7 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
                                  "give every query its own _id")
         queries[qid] = obj["text"]
         lines[qid] = lineno
+        metadata[qid] = obj.get("metadata")
     grades: dict[str, dict[str, float]] = {}
     reader = csv.reader(io.StringIO(read_text_file(qrels_path)), delimiter="\t")
     for lineno, row in enumerate(reader, start=1):
@@ -575,7 +577,8 @@ def load_beir_golden(root: str | os.PathLike[str], split: str) -> GoldenSet:
             raise GoldenSetError(f"{qrels_path}:{lineno}: expected 3 tab-separated columns (query-id, corpus-id, score), got {len(row)}")
         qid, did, score = row
         grades.setdefault(qid, {})[did] = _qrels_grade(score, f"{qrels_path}:{lineno}: query {qid!r}: score")
-    items = items_from_grades(grades, queries)
+    items = [_from_beir_metadata(i, metadata.get(i.id), f"{qpath}:{lines.get(i.id)}: query {i.id!r}")
+             for i in items_from_grades(grades, queries)]
     rel = {i.id for i in items}
     missing = [i.id for i in items if i.id not in queries]
     if missing:
@@ -702,11 +705,42 @@ def write_beir_golden(golden: GoldenSet, folder: Path, *, split: str = "test") -
     """A BEIR golden set: ``queries.jsonl`` and ``qrels/<split>.tsv`` (anchors as corpus ids, judged-not-relevant
     anchors as score 0)."""
     root = Path(folder)
-    write_text(root / "queries.jsonl", "".join(json.dumps({"_id": i.id, "text": i.q}, ensure_ascii=False) + "\n"
-                                               for i in golden))
+    write_text(root / "queries.jsonl", "".join(json.dumps({"_id": i.id, "text": i.q, **_beir_metadata(i)},
+                                                          ensure_ascii=False) + "\n" for i in golden))
     write_text(root / "qrels" / f"{split}.tsv", "query-id\tcorpus-id\tscore\n" +
                "".join(f"{q}\t{a}\t{_grade_text(g)}\n" for q, a, g in _judged_rows(golden)))
     return root
+
+
+def _beir_metadata(item: GoldenItem) -> dict[str, Any]:
+    """A query's ``metadata`` in BEIR's queries.jsonl: a conversation turn's place and history, evidence groups
+    (a plain question has none; readers of BEIR ignore it, :func:`load_beir_golden` reads it back)."""
+    meta: dict[str, Any] = {}
+    if item.conversation is not None:
+        meta.update(conversation=item.conversation, turn=item.turn, history=list(item.history))
+    if item.evidence:
+        meta["evidence"] = [list(g) for g in item.evidence]
+    return {"metadata": meta} if meta else {}
+
+
+def _from_beir_metadata(item: GoldenItem, meta: Any, where: str) -> GoldenItem:
+    """``item`` with the conversation turn and evidence groups its query's ``metadata`` holds (others ignored)."""
+    if not isinstance(meta, Mapping):
+        return item
+    evidence = _parse_evidence(meta.get("evidence"), where)
+    missing = [a for g in evidence for a in g if a not in item.relevant]
+    if missing:
+        raise GoldenSetError(f"{where}: evidence anchor {missing[0]!r} has no positive score in the qrels; score "
+                             "every evidence anchor 1 or more")
+    conv, turn, history = meta.get("conversation"), meta.get("turn"), meta.get("history", [])
+    if conv is None:
+        return replace(item, evidence=evidence)
+    if not isinstance(conv, str) or isinstance(turn, bool) or not isinstance(turn, int) or turn < 0 or \
+            not isinstance(history, list) or not all(isinstance(h, str) for h in history):
+        raise GoldenSetError(f"{where}: metadata of a conversation turn must hold 'conversation' (a string), "
+                             "'turn' (0-based integer) and 'history' (the earlier questions), got "
+                             f"{json.dumps(meta)[:200]}")
+    return replace(item, evidence=evidence, conversation=conv, turn=turn, history=tuple(history))
 
 
 def write_golden_jsonl(golden: GoldenSet, path: Path) -> int:
@@ -897,7 +931,9 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
             elif not corpus.has_anchor(anchor):
                 hint = tuple(corpus.suggest(anchor))
                 more = f"; did you mean: {', '.join(hint)}?" if hint else "; no similar anchor (run `ragtune anchors --corpus ...` to list them)"
-                problems.append(GoldenProblem("unknown_anchor", item.id, f"{where}: unknown anchor {anchor!r} ({item.id}){more}", hint))
+                groups = [str(n) for n, g in enumerate(item.evidence, start=1) if anchor in g]
+                what = f"{item.id}, evidence group {', '.join(groups)}" if groups else item.id
+                problems.append(GoldenProblem("unknown_anchor", item.id, f"{where}: unknown anchor {anchor!r} ({what}){more}", hint))
     problems.extend(duplicate_heading_ids(corpus))
     summary = {
         "questions": len(golden),
@@ -912,5 +948,9 @@ def check_golden(golden: GoldenSet, corpus: Corpus) -> GoldenReport:
         "drafts": len(golden.drafts),
         "judged_not_relevant": sum(len(i.not_relevant) for i in golden),
         "judgments": sum(len(i.judgments) for i in golden),
+        # questions that need more than one search: with evidence groups, and conversations with their turns
+        "evidence_questions": sum(1 for i in golden if i.evidence),
+        "conversations": len({i.conversation for i in golden if i.conversation is not None}),
+        "turns": sum(1 for i in golden if i.conversation is not None),
     }
     return GoldenReport(tuple(problems), summary, tuple(advice))

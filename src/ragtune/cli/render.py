@@ -207,7 +207,14 @@ def render_golden_report(report: Any, source: str) -> str:
     return (f"ok: {s['questions']} questions ({s['answerable']} answerable, {s['unanswerable']} unanswerable"
             f"{', %d drafts' % s['drafts'] if s.get('drafts') else ''}), "
             f"{s['relevant_anchors']} relevant anchors, all found, in {s['documents']} of the corpus's "
-            f"{s['corpus_documents']} documents\ntags: {tags}{drafts}{advice}")
+            f"{s['corpus_documents']} documents\ntags: {tags}{_multistep(s)}{drafts}{advice}")
+
+
+def _multistep(s: Mapping[str, Any]) -> str:
+    """golden check's line on questions that need more than one search (none: nothing)."""
+    parts = ([f"{s['evidence_questions']} with evidence groups"] if s.get("evidence_questions") else []) + \
+        ([f"{s['conversations']} conversations ({s['turns']} turns)"] if s.get("conversations") else [])
+    return f"\nmore than one search: {', '.join(parts)}" if parts else ""
 
 
 def render_review(c: Mapping[str, Any], out: str) -> str:
