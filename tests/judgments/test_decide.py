@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from ragtune import ConfigError
 from ragtune.judgments.decide import DecisionModel, decides_from_sweep, decision_model, depth_rates
 from ragtune.judgments.pool import Hole, Pool, PoolQuestion
 from ragtune.sweep import parse_grid, summarize
@@ -168,3 +169,79 @@ def test_the_pool_command_orders_by_a_sweep_and_says_when_nothing_decides(md_cor
     assert "the decision is already settled at 95% confidence: nothing to judge" in capsys.readouterr().out
     assert main(["pool", str(folder / "runs" / "b.json"), *args[2:]]) == 2
     assert "order 'decides' needs a sweep folder among the sources" in capsys.readouterr().err
+
+
+def judged_golden(judged):
+    """The golden set of :func:`deciding_sweep` with ``judged`` (question id -> anchor -> 0/1) judged."""
+    from ragtune.golden import GoldenItem, GoldenSet
+
+    items = []
+    for i in range(N):
+        q = f"q{i:02}"
+        mine = judged.get(q, {})
+        relevant = {f"doc.md#answer{i}": 1.0, **{a: 1.0 for a, y in mine.items() if y}}
+        items.append(GoldenItem(q, f"question {i}", relevant=relevant,
+                                judged={**{a: 0.0 for a, y in mine.items() if not y}, **relevant}))
+    return GoldenSet(items)
+
+
+def deciding_pool():
+    """The deciding sweep's pool: b's three holes at rank 1 (q18-q20), c's three (q15-q17), and 24 holes at rank 1
+    on the other questions (other runs' first hits), every hole in the rank-1 stratum."""
+    holes = {f"q{i:02}": [(f"doc.md#decides{i}", 1)] for i in (18, 19, 20)}
+    holes.update({f"q{i:02}": [(f"doc.md#late{i}", 1)] for i in (15, 16, 17)})
+    for i in [*range(15), *range(21, N)]:
+        holes[f"q{i:02}"] = [(f"doc.md#elsewhere{i}", 1)]
+    return holes
+
+
+def drawn_and_judged(sample, relevant=()):
+    """Every drawn hole judged: not relevant, except the anchors in ``relevant``."""
+    judged = {}
+    for h in sample.holes:
+        if h.sampled:
+            judged.setdefault(h.question, {})[h.anchor] = float(h.anchor in relevant)
+    return judged
+
+
+def test_a_judged_sample_that_settles_the_decision_removes_the_mark():
+    from ragtune.judgments.sample import draw_sample
+
+    records = deciding_sweep()
+    assert summarize(GRID, records).unsettled() == {"b"}  # by depth, a rank-1 hole is relevant more often than not
+    holes = deciding_pool()
+    # 24 of the 30 rank-1 holes drawn, the three that decide left out (found by seed): all judged not relevant
+    sample = next(s for s in (draw_sample(holes, 24, seed=seed) for seed in range(500))
+                  if not any(h.sampled for h in s.holes if "decides" in h.anchor))
+    golden = judged_golden(drawn_and_judged(sample))
+    res = summarize(GRID, records, judged=(sample, golden))
+    assert res.unsettled() == set()  # the deciding holes' chance is the stratum's, 0 of 24: nothing can change
+    assert "its chance estimated from the judged pool sample" in res.judged_note()
+    model = DecisionModel(records, "recall@1", sample=sample, golden=golden)
+    assert model.could_change(BASE) == {}
+
+
+def test_judged_holes_are_certain_and_the_rest_follow_the_sample_or_the_fallback():
+    from ragtune.judgments.decide import sample_probability
+    from ragtune.judgments.sample import draw_sample
+
+    records = deciding_sweep()
+    holes = deciding_pool()
+    sample = draw_sample(holes, 30, seed=0)  # every hole drawn
+    some = drawn_and_judged(sample, relevant={"doc.md#decides18"})
+    del some["q19"], some["q20"]  # two drawn holes not judged yet
+    golden = judged_golden(some)
+    p = sample_probability(sample, golden, lambda q, a, r: 0.42)
+    assert p("q18", "doc.md#decides18", 1) == 1.0 and p("q15", "doc.md#late15", 1) == 0.0
+    # not judged: its question has no judged draw, so the stratum's rate, 1 of 28 judged draws
+    assert p("q19", "doc.md#decides19", 1) == pytest.approx(1 / 28)
+    assert p("q19", "doc.md#not-pooled", 2) == 0.42  # outside the pool: the fallback
+    # judged relevant, found by b and missed by the baseline: b is now significantly better in every draw
+    assert DecisionModel(records, "recall@1", sample=sample, golden=golden).settled_share(BASE, "b") == (1, 1.0)
+    nothing = judged_golden({})  # no draw judged yet: the sample says nothing, the fallback stays
+    q = sample_probability(sample, nothing, lambda q, a, r: 0.42)
+    assert q("q19", "doc.md#decides19", 1) == 0.42
+    with pytest.raises(ConfigError, match="golden set"):
+        DecisionModel(records, "recall@1", sample=sample)
+    with pytest.raises(ConfigError, match="none of the golden set's"):
+        sample_probability(draw_sample({"zz": [("a", 1), ("b", 1)]}, 2), golden, lambda q, a, r: 0.5)

@@ -25,7 +25,7 @@ def cmd_sweep(args) -> int:
     if args.dry_run:  # (--out is the sweep's folder here: output goes to stdout only)
         print(plan.listing(as_json=args.json))
         return 0
-    result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args))
+    result = sweep(corpus, golden, plan, args.out, show_progress=True, executor=sweep_executor(args), **kwargs(sweep, args))
     print(json.dumps(result.to_dict(), indent=2, default=str) if args.json else result.table(limit=args.top)
           + f"\n\nwrote {args.out}/results.json, {args.out}/recommended.toml and {args.out}/report.html")
     # a tracker that fails raises TrackingError: exit status 3, the sweep's results kept
@@ -49,7 +49,7 @@ def add(sub) -> None:
                 inputs="corpus golden split")
     p.add_argument("--grid", required=True, help="grid file, or a space file to --search (.toml or .yaml)")
     p.add_argument("--out", required=True, help="output folder: runs/, results.json, report.html (rerun to resume)")
-    add_flags(p, load_plan)  # --metric, --holdout, --folds, and a search's --search, --trials, --timeout, ...
+    for target in (load_plan, sweep): add_flags(p, target)  # --metric, --holdout, --folds, --search, ...; --pool-sample
     p.add_argument("--mlflow", nargs="?", const="", metavar="URI", help="log runs to MLflow (default: OUT/mlruns)")
     p.add_argument("--top", type=int_in(1), default=None, help="rows of the ranked table to print (default all)")
     p.add_argument("--dry-run", action="store_true", help="validate and list the configurations, run nothing")

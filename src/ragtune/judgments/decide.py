@@ -22,6 +22,11 @@ of the head, 20 draws of the rest each).
 
 Where :math:`p_h` comes from is a function, ``probability(question_id, anchor, rank) -> p`` (``rank`` the best
 rank any configuration retrieved the hole at). Without one, :func:`depth_rates` estimates it from the sweep itself.
+With a judged pool sample (``sample`` and the ``golden`` set holding its judgments: ``ragtune pool --sample N``,
+then the workbench) :func:`sample_probability` gives it instead: a hole judged is certain (1 or 0), a hole of the
+pool not judged has :func:`~ragtune.judgments.estimate.hole_relevance`'s chance (its question's share of relevant
+draws in its depth stratum, shrunk toward the stratum's rate), and a hole outside the pool (or every hole, while
+no draw is judged) keeps the fallback.
 Metrics modelled: ``recall@k``, ``hit@k``, ``precision@k`` and ``mrr``; for another metric :func:`decision_model`
 returns None. Holes are named by the retrieved chunk's anchor (its first section); a hole below every
 configuration's top k is left out (``k`` the metric's cutoff; for mrr, as deep as the records go): judging it
@@ -41,8 +46,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import ConfigError, CorpusNotFoundError
+from ..golden import GoldenSet
+from .estimate import sampled_relevance
+from .sample import PoolSample
 
-__all__ = ["HoleProbability", "depth_rates", "DecisionModel", "decision_model", "DecidingHole", "Decides",
+__all__ = ["HoleProbability", "depth_rates", "sample_probability", "DecisionModel", "decision_model", "DecidingHole", "Decides",
            "SUPPORTED", "decides_from_sweep"]
 
 HoleProbability = Callable[[str, str, int], float]  # (question id, hole anchor, best rank) -> P(relevant)
@@ -85,6 +93,30 @@ def depth_rates(records: Sequence[Mapping[str, Any]], *, prior_strength: float =
 
     def probability(question: str, anchor: str, rank: int) -> float:
         return rates.get(min(rank, deepest), 0.01)
+
+    return probability
+
+
+def sample_probability(sample: PoolSample, golden: GoldenSet, fallback: HoleProbability) -> HoleProbability:
+    """:math:`p_h` from a judged pool sample: 1.0 or 0.0 for a hole ``golden`` holds a judgment of (drawn or not),
+    :func:`~ragtune.judgments.estimate.hole_relevance` for the pool's other holes, ``fallback`` for a hole the pool
+    lacks, and for every unjudged hole while none of the sample's draws is judged (no estimate yet)."""
+    if not isinstance(sample, PoolSample):
+        raise ConfigError(f"sample must be a pool sample (read_pool_sample), got {type(sample).__name__}")
+    if not isinstance(golden, GoldenSet):
+        raise ConfigError(f"golden must be the golden set holding the sample's judgments, got {type(golden).__name__}")
+    known = {i.id: (i.judged_anchors, i.relevant) for i in golden}
+    if not any(h.question in known for h in sample.holes) and sample.holes:
+        raise ConfigError("the pool sample's questions are none of the golden set's: give the golden set the pool "
+                          "was drawn for")
+    estimated, judged_draws = sampled_relevance(sample, golden)
+
+    def probability(question: str, anchor: str, rank: int) -> float:
+        judged, relevant = known.get(question, ((), {}))
+        if anchor in judged:
+            return 1.0 if relevant.get(anchor, 0) > 0 else 0.0
+        p = estimated.get(question, {}).get(anchor) if judged_draws else None
+        return fallback(question, anchor, rank) if p is None else p
 
     return probability
 
@@ -147,11 +179,14 @@ class DecisionModel:
 
     ``records`` are sweep run records (``runs/<key>.json``: ``key`` and ``result`` with per-question
     ``retrieved``); ``metric`` one of :data:`SUPPORTED` (``recall@5``); ``probability`` gives each hole's
-    :math:`p_h` (default :func:`depth_rates`). Seeded: equal inputs give equal verdicts and orders.
+    :math:`p_h` (default :func:`depth_rates`); with a judged pool ``sample`` and the ``golden`` set holding its
+    judgments, :func:`sample_probability` gives it, ``probability`` (or :func:`depth_rates`) its fallback. Seeded:
+    equal inputs give equal verdicts and orders.
     """
 
     def __init__(self, records: Sequence[Mapping[str, Any]], metric: str, *, probability: HoleProbability | None = None,
-                 draws: int = 1000, resamples: int = 1000, seed: int = 0, confidence: float = 0.95):
+                 draws: int = 1000, resamples: int = 1000, seed: int = 0, confidence: float = 0.95,
+                 sample: PoolSample | None = None, golden: GoldenSet | None = None):
         name, k = _parse_metric(metric)
         if name not in SUPPORTED:
             raise ConfigError(f"the decision model covers {', '.join(SUPPORTED)}; got metric {metric!r}")
@@ -163,7 +198,11 @@ class DecisionModel:
         self.confidence, self.draws, self.seed = confidence, draws, seed
         self.keys = [r["key"] for r in records]
         self.questions = [q for q in _questions(records, k) if len(q.configs) == len(self.keys) and q.relevant]
+        if (sample is None) != (golden is None):
+            raise ConfigError("a pool sample needs the golden set holding its judgments (give both, or neither)")
         probability = probability or depth_rates(records)
+        if sample is not None and golden is not None:
+            probability = sample_probability(sample, golden, probability)
         rng = np.random.default_rng(seed)
         self.p = [np.array([float(probability(q.id, a, r)) for a, r in zip(q.holes, q.best_rank)]) for q in self.questions]
         for q, p in zip(self.questions, self.p):

@@ -51,7 +51,7 @@ from ..evaluate.evaluate import EvalResult, covers
 from ..golden import GoldenItem, GoldenSet
 from .sample import PoolSample, SampledHole
 
-__all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", "Z95"]
+__all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", "sampled_relevance", "Z95"]
 
 Z95 = 1.959963984540054
 ESTIMATED = ("recall", "precision")
@@ -142,6 +142,13 @@ def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str,
     the stratum's rate where the cell has no judged draw (the rate of all judged draws where the stratum has none,
     0.0 with none at all)."""
     return _relevance(sample, golden)[0]
+
+
+def sampled_relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]], int]:
+    """(:func:`hole_relevance`, how many of the sample's draws are judged): with none judged, the unjudged holes'
+    chances rest on nothing (what the decision model then falls back from)."""
+    found, cells, _ = _relevance(sample, golden)
+    return found, sum(m for _, m in cells.values())
 
 
 def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]],

@@ -23,7 +23,7 @@ from ..pipeline.config import token_unit
 from ..evaluate.table import find_metric, shown_keys
 from .grid import Grid, GridError
 
-__all__ = ["SweepResult", "summarize", "columns"]
+__all__ = ["SweepResult", "judged_sample", "summarize", "columns"]
 
 ALPHA = 0.05  # significance level of the comparisons (compare's default)
 CONFIDENCE = 0.95  # of every interval shown
@@ -64,6 +64,7 @@ class SweepResult:
     records: list[dict]
     baseline_key: str
     search: dict[str, Any] | None = None  # a search's trials and settings (ragtune.sweep.search); None for a grid
+    judged_sample: tuple[Any, Any] | None = None  # (PoolSample, the GoldenSet holding its judgments): ~ from it
 
     @property
     def metric(self) -> str:
@@ -150,7 +151,9 @@ class SweepResult:
     def unsettled(self) -> set[str]:
         """Keys of configurations against which the decision could change at 95% confidence once the unjudged
         sections are judged (marked ``~``): each unjudged hit is drawn relevant with its estimated probability
-        (1,000 seeded draws; :func:`ragtune.judgments.decide.depth_rates`), and the configuration is significantly
+        (1,000 seeded draws; :func:`ragtune.judgments.decide.depth_rates`, or with :attr:`judged_sample` the
+        estimate from the judged pool sample, :func:`ragtune.judgments.decide.sample_probability`: judged holes
+        certain, the pool's others by their question's and stratum's share of relevant draws), and the configuration is significantly
         better than the recommended one (:meth:`recommended`; the bootstrap over questions) in more than 5% and
         fewer than 95% of the draws (:class:`ragtune.judgments.decide.DecisionModel`). For a metric the model does
         not cover (nDCG, MAP, R-precision): those whose rank could change, one ranked below another whose figure its
@@ -159,13 +162,15 @@ class SweepResult:
         from ..judgments.decide import decision_model
 
         cached = self.__dict__.get("_unsettled")
-        if cached is not None and cached[0] == len(self.records):
+        state = (len(self.records), id(self.judged_sample))
+        if cached is not None and cached[0] == state:
             return set(cached[2])
         upper = self.upper_metric()
         model = None
         if upper is not None and not _lower_better(self.metric) and len(self.records) > 1:
+            sample, golden = self.judged_sample or (None, None)
             model = decision_model(self.records, self.metric, seed=self.grid.seed, confidence=CONFIDENCE,
-                                   resamples=min(self.grid.samples, 1000))
+                                   resamples=min(self.grid.samples, 1000), sample=sample, golden=golden)
         out: set[str] = set()
         if model is not None:
             out = set(model.could_change(self.recommended()["key"]))
@@ -176,7 +181,7 @@ class SweepResult:
                     if other != key and ((v2 >= v and u > v2) or (v2 <= v and u2 > v)):
                         out.add(key)
                         break
-        self.__dict__["_unsettled"] = (len(self.records), model is not None, frozenset(out))
+        self.__dict__["_unsettled"] = (state, model is not None, frozenset(out))
         return out
 
     def interval_note(self) -> str | None:
@@ -196,11 +201,13 @@ class SweepResult:
         if min(judged) >= 1.0:
             return head + ": every top-10 hit has a judgment"
         if decided:
+            chance = ("its chance estimated from the judged pool sample" if self.judged_sample is not None
+                      else "its estimated chance")
             if not moved:
                 return (f"{head}; the unjudged hits cannot change the recommendation at {CONFIDENCE:.0%} confidence "
-                        f"(each drawn relevant with its estimated chance)")
+                        f"(each drawn relevant with {chance})")
             return (f"{head}; ~ marks the {len(moved)} configuration(s) that the unjudged hits, each drawn relevant "
-                    f"with its estimated chance, make significantly better than the recommended one in 5-95% of "
+                    f"with {chance}, make significantly better than the recommended one in 5-95% of "
                     f"draws: the decision could change at {CONFIDENCE:.0%} confidence (`ragtune pool --order "
                     "decides` lists what to judge first)")
         if not moved:
@@ -501,8 +508,20 @@ def _public(r: dict) -> dict:
     }
 
 
-def summarize(grid: Grid, records: Sequence[dict]) -> SweepResult:
-    """Compare every configuration with the baseline (paired test, Holm-corrected)."""
+def judged_sample(pool_sample: Any, golden: Any) -> tuple[Any, Any] | None:
+    """(the pool sample, ``golden``) for :attr:`SweepResult.judged_sample`: ``pool_sample`` a
+    :class:`~ragtune.judgments.sample.PoolSample` or a pool file with a sample (``ragtune pool --sample N --out
+    FILE``), read now; None without one."""
+    if pool_sample is None:
+        return None
+    from ..judgments.sample import PoolSample, read_pool_sample
+
+    return (pool_sample if isinstance(pool_sample, PoolSample) else read_pool_sample(pool_sample), golden)
+
+
+def summarize(grid: Grid, records: Sequence[dict], *, judged: tuple[Any, Any] | None = None) -> SweepResult:
+    """Compare every configuration with the baseline (paired test, Holm-corrected). ``judged``: a judged pool
+    sample and the golden set holding its judgments (:func:`judged_sample`), which the ``~`` marks then use."""
     records = list(records)
     base = next((r for r in records if r["key"] == grid.baseline.key), None)
     if base is None:
@@ -523,7 +542,7 @@ def summarize(grid: Grid, records: Sequence[dict]) -> SweepResult:
     base["vs_baseline"] = None
     for r in records:
         r["ci"] = _mean_cis(r["result"], grid, report.row(r["key"], grid.metric) if others else None)
-    return SweepResult(grid, records, base["key"])
+    return SweepResult(grid, records, base["key"], judged_sample=judged)
 
 
 def _ci_metrics(grid: Grid) -> list[str]:

@@ -55,7 +55,7 @@ from ..pipeline import PipelineConfig, Resources
 from ..progress import note
 from .grid import Grid, load_grid, read_settings_file
 from .holdout import fold_questions, question_scores, split_questions
-from .results import SweepResult, _lower_better, summarize
+from .results import SweepResult, _lower_better, judged_sample, summarize
 from .runner import Executor, LocalExecutor, SweepJob, SweepProgress, _resumable, _write_atomic, run_sweep
 from .space import Space, parse_space, share_text
 
@@ -361,14 +361,16 @@ def _recover(optuna: Any, study: Any) -> int:
 
 
 def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str | os.PathLike[str], *,
-               show_progress: bool = True, executor: Executor | None = None) -> SweepResult:
+               show_progress: bool = True, executor: Executor | None = None, pool_sample: Any = None) -> SweepResult:
     """Run (or continue) the search, then summarise every configuration evaluated as a sweep and write
     ``results.json`` and ``report.html`` into ``out_dir`` (see the module docstring).
 
     ``executor`` evaluates every configuration, the baseline's and each trial's (its first-questions runs and its
     full run), as it runs a grid's (:class:`~ragtune.sweep.runner.Executor`; default :class:`LocalExecutor`, one
     :class:`~ragtune.pipeline.Resources` for the whole search; ``ragtune.scale.RaySweepExecutor`` runs each as a
-    Ray task)."""
+    Ray task). ``pool_sample``: a judged pool sample for the ``~`` marks, as :func:`~ragtune.sweep.run_grid`
+    takes it."""
+    judged = judged_sample(pool_sample, golden)
     optuna = _optuna()
     from ..embed.cache import default_cache_dir
     from .report import write_report
@@ -423,7 +425,7 @@ def run_search(corpus: Corpus, golden: GoldenSet, search: Search, out_dir: str |
         spec = PipelineConfig.from_dict(record["spec"])
         records.setdefault(key, record)
         specs.append(spec)
-    result = summarize(dataclasses.replace(grid, specs=tuple(specs)), list(records.values()))
+    result = summarize(dataclasses.replace(grid, specs=tuple(specs)), list(records.values()), judged=judged)
     result.search = {"sampler": search.sampler, "seed": grid.seed, "trials": search.trials,
                      "timeout_min": search.timeout, "prune_share": search.prune_share,
                      "prune_rungs": search.prune_rungs, "prune_shares": list(search.prune_shares),
