@@ -204,7 +204,7 @@ def runnable(commands: list[Command]) -> list[list[str]]:
 def table_names(text: str) -> set[str]:
     """The names in backquotes in the first column of a markdown table's rows."""
     return {n for line in text.splitlines() if line.startswith("| ")
-            for n in re.findall(r"`(\w+)`", line.split("|")[1])}
+            for n in re.findall(r"`([\w-]+)`", line.split("|")[1])}
 
 
 # ---------------------------------------------------------------- the tests
@@ -240,7 +240,7 @@ def test_the_demo_installs_a_named_extra_without_torch_and_install_all_covers_it
     extras = demo_extras(makefile)
     assert extras == {"tour"}, "the README and docs/installation.md name the demo's install: ragtune[tour]"
     assert "torch" not in closure(requirements(extras)), "torch belongs to the heavy extras (st, train) only"
-    every = re.search(r"-e '\.\[([\w,]+)\]'\n\t\$\(PY\) -m pip install -q -c constraints.txt \./examples/plugin",
+    every = re.search(r"-e '\.\[([\w,-]+)\]'\n\t\$\(PY\) -m pip install -q -c constraints.txt \./examples/plugin",
                       makefile)
     assert every and leaf_extras(extras) <= leaf_extras(set(every.group(1).split(","))), \
         "make install-all installs every extra the demo does"
