@@ -155,7 +155,8 @@ def test_the_built_in_rows_give_the_columns_each_table_always_showed(ks):
     """What the five renderers wrote by hand before they read the table."""
     every = [f"recall@{k}" for k in ks]
     assert shown_keys("eval", ks) == [*every, *(f"hit@{k}" for k in ks), *(f"precision@{k}" for k in ks), "mrr",
-                                      "ndcg@10", *(f"context_tokens@{k}" for k in ks)]
+                                      "ndcg@10", *(f"context_tokens@{k}" for k in ks), *(f"evidence@{k}" for k in ks),
+                                      "evidence@1000tok"]
     assert shown_keys("tags", ks) == [*every, "mrr", "ndcg@10"]
     assert shown_keys("sweep", ks[:2]) == [*every[:2], "mrr", "ndcg@10"]
     assert shown_keys("report", ks) == [*every, "mrr", "ndcg@10", f"context_tokens@{ks[0]}"]

@@ -56,13 +56,14 @@ def test_scores_have_the_keys_order_and_values_of_the_hand_written_list(ks):
 
 def test_the_table_rows_and_what_the_report_is_sent():
     assert list(METRICS) == ["recall", "hit", "precision", "mrr", "ndcg", "map", "r_precision", "context_tokens",
-                             "judged", "recall_upper", "mrr_upper", "ndcg_upper"]
+                             "judged", "recall_upper", "mrr_upper", "ndcg_upper", "evidence", "evidence@tok"]
     ctx = METRICS["context_tokens"]
     assert (ctx.bounded, ctx.higher_is_better, ctx.label, ctx.needs) == (False, False, "ctx tokens", ("tokens",))
     assert not METRICS["mrr"].takes_k and METRICS["ndcg"].always_k == (10,)
     assert all(r.bounded and r.higher_is_better and r.description for n, r in METRICS.items() if n != "context_tokens")
     rows = metric_table()
-    assert [r["name"] for r in rows] == list(METRICS) and "fn" not in rows[0]
+    assert [r["name"] + (f"@{r['unit']}" if r.get("unit") else "") for r in rows] == list(METRICS)
+    assert "fn" not in rows[0]
     json.dumps(rows)
     with pytest.raises(TypeError):
         METRICS["x"] = ctx  # read-only: rows are added with register_metric

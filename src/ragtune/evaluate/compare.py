@@ -18,7 +18,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Annotated, Any
 
 import numpy as np
@@ -26,7 +26,7 @@ import numpy as np
 from ..io import json_finite, some
 from ..errors import ConfigError
 from ..config import Opt
-from .run import Run, load_runs
+from .run import PARTIAL, Run, load_runs
 from .significance import (
     bootstrap_ci,
     check_correction,
@@ -413,6 +413,10 @@ def _check_questions(base: Run, run: Run) -> None:
 
 def _values(run: Run, metric: str, ids: list[str]) -> np.ndarray:
     v = run.values(metric)
+    missing = [i for i in ids if i not in v]
+    if missing:
+        raise ConfigError(f"metric {metric!r} is missing in run {run.name!r} for question(s) {some(missing)} that "
+                          "the baseline has it for; compare runs of the same golden set")
     x = np.array([v[i] for i in ids], dtype=np.float64)
     bad = [i for i, y in zip(ids, x) if not math.isfinite(y)]
     if bad:
@@ -489,7 +493,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     if not 0.0 < alpha < 1.0:
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
     parsed = {m: parse_metric(m) for m in metrics}  # every name from the metric table, each @k well formed
-    ks = [k for _, k in parsed.values() if k is not None]
+    ks = [k for row, k in parsed.values() if k is not None and not row.unit]  # a token budget is no rank cut-off
     ordered = _baseline_first(_to_runs(runs, golden, corpus, ks, options), baseline)
     base = ordered[0]
     if defaulted:  # a row registered after the baseline was scored: compare the rest
@@ -507,10 +511,12 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     rows: list[dict[str, Any]] = []
     for metric in metrics:
         k = metric_k(metric, base.ks)
-        x = _values(base, metric, ids)
-        rows.append(stats.baseline_row(base, metric, x))
+        row_stats = stats if metric.partition("@")[0] not in PARTIAL else replace(
+            stats, ids=[i for i in ids if i in base.values(metric)])  # evidence@k: the questions with evidence groups
+        x = _values(base, metric, row_stats.ids)
+        rows.append(row_stats.baseline_row(base, metric, x))
         for run in ordered[1:]:
-            rows.append(stats.system_row(base, run, metric, x, k, parsed[metric][0].bounded))
+            rows.append(row_stats.system_row(base, run, metric, x, k, parsed[metric][0].bounded))
     _correct_rows(rows, correction, alpha)
     return Report(
         systems=tuple(r.name for r in ordered), baseline=base.name, metrics=metrics, n=n, test=test,

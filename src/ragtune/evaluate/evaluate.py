@@ -6,7 +6,7 @@ import json
 import math
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,6 +19,7 @@ from ..progress import progress_iter
 from ..retrieve.base import Retriever
 from ..retrieve.base import search as run_search
 from ..types import Chunk, Ranking
+from .searches import search_figures, turn_figures
 from .table import METRICS, Judgement
 
 __all__ = ["evaluate", "evaluate_rankings", "apply_k_unit", "K_UNITS", "judge", "EvalResult", "QuestionResult", "Judgement", "covers"]
@@ -96,7 +97,7 @@ def score_judgement(j: Judgement, ks: Sequence[int]) -> dict[str, float]:
         fn = row.fn
         if row.takes_k:
             for k in row.cutoffs(ks):
-                s[f"{row.name}@{k}"] = float(fn(j, k))
+                s[row.key(k)] = float(fn(j, k))
         else:
             s[row.name] = float(fn(j))
     return s
@@ -116,6 +117,9 @@ class QuestionResult:
     scores: Mapping[str, float]
     retrieved: tuple[Mapping[str, Any], ...]  # top max(ks): chunk_id, doc_id, anchor, score, start, end, relevant
     latency_s: float
+    conversation: str | None = None  # a conversation's turn: the conversation's id and the turn's index (0-based)
+    turn: int | None = None
+    searches: Mapping[str, Any] | None = None  # per-search figures (evaluate/searches.py), when the run searched more than once
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -131,6 +135,8 @@ class QuestionResult:
             "scores": dict(self.scores),
             "retrieved": [dict(r) for r in self.retrieved],
             "latency_ms": self.latency_s * 1000.0,
+            **({"conversation": self.conversation, "turn": self.turn} if self.turn is not None else {}),
+            **({"searches": dict(self.searches)} if self.searches else {}),
         }
 
 
@@ -150,6 +156,8 @@ class EvalResult:
     questions: tuple[QuestionResult, ...]
     latency_ms: Mapping[str, Any] = field(default_factory=dict)
     matching: Mapping[str, Any] = field(default_factory=dict)  # outside hits: how they matched the corpus
+    searches: Mapping[str, Any] = field(default_factory=dict)  # per-search figures, when some question searched twice
+    turns: Mapping[str, Any] = field(default_factory=dict)  # every metric by turn index, when there are conversations
 
     @property
     def n_answerable(self) -> int:
@@ -158,6 +166,11 @@ class EvalResult:
     @property
     def n_unanswerable(self) -> int:
         return len(self.questions) - self.n_answerable
+
+    @property
+    def n_evidence(self) -> int:
+        """Answerable questions with evidence groups (those evidence@k is the mean over)."""
+        return sum(1 for q in self.questions if q.answerable and any(k.startswith("evidence@") for k in q.scores))
 
     def failures(self, n: int = 5) -> list[QuestionResult]:
         """The worst answerable questions: lowest recall at the largest k, then latest first hit."""
@@ -175,9 +188,12 @@ class EvalResult:
                 "questions": len(self.questions),
                 "answerable": self.n_answerable,
                 "unanswerable": self.n_unanswerable,
+                **({"evidence": n} if (n := self.n_evidence) else {}),
             },
             "latency_ms": dict(self.latency_ms),
             **({"matching": dict(self.matching)} if self.matching else {}),
+            **({"searches": dict(self.searches)} if self.searches else {}),
+            **({"turns": dict(self.turns)} if self.turns else {}),
             "questions": [q.to_dict() for q in self.questions],
         }
 
@@ -194,7 +210,19 @@ class EvalResult:
 
 
 def _mean_scores(results: Sequence[QuestionResult], keys: Sequence[str]) -> dict[str, float]:
-    return {k: float(np.mean([q.scores[k] for q in results])) for k in keys}
+    """The mean of each key over the questions that have it (a question without evidence groups has no
+    ``evidence@k``, and is left out of its mean); a key no question has is left out."""
+    out = {}
+    for k in keys:
+        v = [q.scores[k] for q in results if k in q.scores]
+        if v:
+            out[k] = float(np.mean(v))
+    return out
+
+
+def _score_keys(results: Sequence[QuestionResult]) -> list[str]:
+    """Every score key some question has, in the order first seen."""
+    return list(dict.fromkeys(k for q in results for k in q.scores))
 
 
 def _resolve_all(golden: GoldenSet, corpus: Corpus) -> dict[str, list[AnchorSpan]]:
@@ -242,9 +270,9 @@ def evaluate(
         raise GoldenSetError(f"{golden.source or 'golden set'}: {len(blank)} question(s) have no text (e.g. "
                              f"{blank[0]!r}): a retriever needs questions to search; qrels carry none, so they "
                              "score run files (eval --run, compare), not retrievers")
-    depth = max(int(depth), ks[-1], NDCG_K, *(k for row in METRICS.values() for k in row.always_k))
+    depth = max(int(depth), ks[-1], NDCG_K, *(k for row in METRICS.values() if not row.unit for k in row.always_k))
     spans_by_id = _resolve_all(golden, corpus)
-    rankings = {item.id: run_search(retriever, item.q, depth, filters)
+    rankings = {item.id: run_search(retriever, item.q, depth, filters, item.history)
                 for item in progress_iter(golden.items, "evaluating", enabled=show_progress)}
     rankings, unit = apply_k_unit(rankings, spans_by_id, k_unit)
     cfg = {"ks": list(ks), "k_unit": unit, "depth": depth, **(dict(config) if config else {})}
@@ -308,7 +336,7 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
         totals.append(sum(ranking.timings.values()))
 
     answerable = [q for q in results if q.answerable]
-    keys = list(answerable[0].scores) if answerable else []
+    keys = _score_keys(answerable)
     metrics = _mean_scores(answerable, keys)
     if answerable:
         metrics["reranker_headroom"] = metrics[f"recall@{kmax}"] - metrics[f"recall@{ks[0]}"]
@@ -319,12 +347,17 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
     latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}} \
         if stage_times else {}  # rankings read from a file carry no timings
     cfg = {**cfg, "labels": getattr(golden, "labels", "human")}  # which labels scored: human, or all (LLM's too)
-    return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency, dict(matching) if matching else {})
+    results, searches = search_figures(results, rankings)
+    return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency, dict(matching) if matching else {},
+                      searches, turn_figures(results, keys))
 
 
 def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan], ks: tuple[int, ...],
                      kmax: int, not_relevant: Sequence[AnchorSpan] = (), hole_name: Any = None) -> QuestionResult:
     j = judge(ranking, spans, list(item.relevant.values()), not_relevant, hole_name=hole_name)
+    groups = getattr(item, "evidence", ())
+    if groups and item.answerable:
+        j = replace(j, evidence=evidence_ranks(j.first_ranks, list(item.relevant), groups))
     anchor_ranks = {a: (None if math.isinf(r) else int(r)) for a, r in zip(item.relevant, j.first_ranks)}
     covered = tuple(a for a, r in anchor_ranks.items() if r is not None and r <= kmax)
     missed = tuple(a for a in item.relevant if a not in covered)
@@ -341,7 +374,16 @@ def _question_result(item: GoldenItem, ranking: Ranking, spans: list[AnchorSpan]
         id=item.id, q=item.q, tags=item.tags, relevant=dict(item.relevant), answerable=item.answerable,
         first_hit_rank=j.first_hit_rank, anchor_ranks=anchor_ranks, covered=covered, missed=missed,
         scores=scores, retrieved=retrieved, latency_s=sum(ranking.timings.values()),
+        conversation=getattr(item, "conversation", None), turn=getattr(item, "turn", None),
     )
+
+
+def evidence_ranks(first_ranks: np.ndarray, anchors: Sequence[str], groups: Sequence[Sequence[str]]) -> np.ndarray:
+    """Per evidence group, the rank where any of its anchors is first covered (``inf`` if none is): ``first_ranks``
+    holds each of ``anchors``' ranks (the question's relevant anchors, of which every group's anchors are part)."""
+    at = {a: i for i, a in enumerate(anchors)}
+    return np.array([min((first_ranks[at[a]] for a in g if a in at), default=np.inf) for g in groups],
+                    dtype=np.float64)
 
 
 K_UNITS = ("chunk", "doc")
@@ -364,5 +406,5 @@ def apply_k_unit(rankings: Mapping[str, Ranking], spans_by_id: Mapping[str, Sequ
     for qid, r in rankings.items():
         seen: set[str] = set()
         hits = tuple(h for h in r.hits if not (h.chunk.doc_id in seen or seen.add(h.chunk.doc_id)))
-        out[qid] = Ranking(r.query, hits, r.timings)
+        out[qid] = Ranking(r.query, hits, r.timings, r.searches)
     return out, k_unit

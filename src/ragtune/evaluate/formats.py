@@ -18,6 +18,7 @@ import math
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as _field
 from pathlib import Path
 from typing import Any
 
@@ -26,19 +27,30 @@ from ..golden import GRADE_RULE, JUDGMENT_FORMATS, read_judgments
 from ..io import InputFormat, Sample, check_regular_file, describe_formats, sniff_format, write_text
 from .hits import ExternalHit, to_hit
 
-__all__ = ["FORMATS", "RUN_FORMATS", "JUDGMENT_FORMATS", "GRADE_RULE", "RunFile", "read_run", "read_rankings",
-           "read_trec", "read_judgments", "format_named", "Rankings"]
+__all__ = ["FORMATS", "RUN_FORMATS", "JUDGMENT_FORMATS", "GRADE_RULE", "RunFile", "Search", "read_run", "read_rankings",
+           "read_trec", "read_judgments", "format_named", "Rankings", "write_trace"]
 
 Rankings = Mapping[str, Sequence[tuple[str, float]]]  # question id -> (doc id, score), best first: what run rows write
 
 
+Search = tuple[str, list[ExternalHit]]  # one search of a trace: its query and its hits, best first
+
+
 @dataclass(frozen=True)
 class RunFile:
-    """What a run row reads: question id -> hits, best first; the row's name; a TREC run's tag, when it has one."""
+    """What a run row reads: question id -> hits, best first; the row's name; a TREC run's tag, when it has one.
+
+    A trace (a retriever that searched several times per question) also fills ``searches``: question id -> each
+    search ``(query, hits)`` in the order made; its ``hits`` are then the searches' hits concatenated in order (the
+    scorer merges them with :meth:`ragtune.types.Ranking.from_searches`, repeats dropped). ``questions``: key ->
+    the question's text, for a trace whose lines name questions by their text rather than a golden id (the
+    scorer matches a key that is no golden id by that text)."""
 
     hits: dict[str, list[ExternalHit]]
     format: str
     tag: str | None
+    searches: dict[str, list[Search]] = _field(default_factory=dict)
+    questions: dict[str, str] = _field(default_factory=dict)
 
 
 class _desc(str):
@@ -201,6 +213,90 @@ def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]
     return out
 
 
+_TRACE_EXAMPLE = ('{"qid": "q1", "question": "...", "searches": [{"query": "...", "hits": ["guide.md#refunds"]}, '
+                  '{"query": "...", "hits": [...]}]}')
+
+
+def _trace_search(raw: Any, where: str, field: str | None) -> Search:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{where}: a search must be an object with a \"query\" and a \"hits\" list, got "
+                          f"{type(raw).__name__} {_short(raw)}")
+    query = raw.get("query", "")
+    if not isinstance(query, str):
+        raise ConfigError(f"{where}: \"query\" must be a string, got {type(query).__name__} {_short(query)}")
+    hits = raw.get("hits")
+    if hits is None:
+        raise ConfigError(f"{where}: the search has no \"hits\" list (it has: {', '.join(map(str, raw)) or 'nothing'})")
+    return query, _hit_list(hits, where, field)
+
+
+def _trace(text: str, p: Path, field: str | None) -> RunFile:
+    """A JSONL trace: one question a line, ``{"qid": ..., "question": ..., "searches": [{"query", "hits"}, ...]}``,
+    the searches in the order made (``qid`` or ``id``, else the question's text, names the golden question)."""
+    hits: dict[str, list[ExternalHit]] = {}
+    searches: dict[str, list[Search]] = {}
+    questions: dict[str, str] = {}
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except ValueError as e:
+            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+        if not isinstance(row, Mapping) or not isinstance(row.get("searches"), list):
+            raise ConfigError(f"{p}:{n}: each line of a trace needs a \"searches\" list, e.g. {_TRACE_EXAMPLE}")
+        qid, question = row.get("qid", row.get("id")), row.get("question")
+        if question is not None and (not isinstance(question, str) or not question.strip()):
+            raise ConfigError(f"{p}:{n}: \"question\" must be the question's text, got {_short(question)}")
+        if not _is_qid(qid) and question is None:
+            raise ConfigError(f"{p}:{n}: the line names no question: give \"qid\" (the golden question's id) or "
+                              f"\"question\" (its text), e.g. {_TRACE_EXAMPLE}")
+        key = str(qid) if _is_qid(qid) else " ".join(question.split())
+        if key in searches:
+            raise ConfigError(f"{p}:{n}: question {key!r} appears twice; give each question one line with all its "
+                              "searches")
+        where = f"{p}:{n}: question {key!r}"
+        searches[key] = [_trace_search(x, f"{where} search {i}", field) for i, x in enumerate(row["searches"], 1)]
+        hits[key] = [h for _, hs in searches[key] for h in hs]
+        if question is not None:
+            questions[key] = question
+    if not searches:
+        raise ConfigError(f"{p}: the trace file is empty")
+    return RunFile(hits, "trace", None, searches, questions)
+
+
+def _is_trace(s: Sample) -> bool:
+    """JSON Lines whose first line holds a ``searches`` list (the head is the file's first 4 KB)."""
+    if not _is_jsonl(s):
+        return False
+    first = s.head.split(b"\n", 1)[0]
+    return b'"searches"' in first
+
+
+def write_trace(traces: Mapping[str, Any], path: Path) -> int:
+    """A JSONL trace: question id -> its searches, each a :class:`~ragtune.types.Ranking` (its query and hits) or a
+    ``(query, [(doc id, score), ...])`` pair; a ranking that holds ``searches`` is written as those searches, and a
+    plain ranking (a Ranking, or ``[(doc id, score), ...]`` as every run row writes) as one search. A ranking's hits are written as spans (doc_id, start, end, score). Returns the
+    lines."""
+    rows = []
+    for qid, value in traces.items():
+        if hasattr(value, "searches") and hasattr(value, "hits"):
+            value = list(value.searches) or [value]
+        if value and all(isinstance(x, (tuple, list)) and len(x) == 2 and isinstance(x[1], (int, float))
+                         for x in value):
+            value = [("", value)]  # a plain ranking (doc id, score): one search
+        out = []
+        for s in value:
+            if hasattr(s, "hits"):  # a chunk as its span, which scores exactly as the chunk
+                out.append({"query": s.query, "hits": [{"doc_id": h.chunk.doc_id, "start": h.chunk.start,
+                                                        "end": h.chunk.end, "score": h.score} for h in s.hits]})
+            else:
+                out.append({"query": s[0], "hits": _hit_rows(s[1])})
+        rows.append(json.dumps({"qid": qid, "searches": out}, ensure_ascii=False) + "\n")
+    write_text(path, "".join(rows))
+    return len(rows)
+
+
 # -- the run rows ----------------------------------------------------------------------------------------------------
 
 def _read_trec_run(s: Sample, field: str | None = None) -> RunFile:
@@ -288,6 +384,9 @@ RUN_FORMATS: tuple[InputFormat, ...] = (
     InputFormat("trec-run", "run", "lines `qid Q0 docid rank score tag`, ordered by score as trec_eval orders them",
                 lambda s: not s.is_dir and not s.starts_json, _read_trec_run,
                 lambda r, p: write_trec_run(r, p)),
+    InputFormat("jsonl-trace", "run", 'JSON Lines of {"qid": ..., "searches": [{"query": ..., "hits": [...]}, ...]}, '
+                "a retriever that searched several times per question", _is_trace,
+                lambda s, field=None: _trace(_text(s.path), s.path, field), write_trace),
     InputFormat("jsonl-run", "run", 'JSON Lines of {"id": ..., "hits": [...]}', _is_jsonl, _read_jsonl_run,
                 write_jsonl_run),
     InputFormat("eval-json", "run", "an `eval --json` result or a sweep's runs/<key>.json, scored by its 'retrieved' lists",

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["recall_at_k", "hit_at_k", "precision_at_k", "reciprocal_rank", "ndcg_at_k", "dcg_discounts",
            "average_precision_at_k", "r_precision", "judged_at_k", "recall_upper_at_k", "reciprocal_rank_upper",
-           "ndcg_upper_at_k"]
+           "ndcg_upper_at_k", "evidence_at_k"]
 
 
 def recall_at_k(first_ranks: np.ndarray, k: int) -> float:
@@ -138,3 +138,13 @@ def ndcg_upper_at_k(first_ranks: np.ndarray, grades: np.ndarray, hole_ranks: np.
         return float("nan")
     holes = hole_ranks[hole_ranks <= k]
     return ndcg_at_k(np.concatenate([first_ranks, holes]), np.concatenate([grades, np.full(holes.size, grades.max())]), k)
+
+
+def evidence_at_k(group_ranks: np.ndarray, k: int) -> float:
+    r"""1.0 if every evidence group has an anchor covered in the top ``k``, else 0.0:
+    :math:`\prod_g [\min_{a \in g} rank_a \le k]`, with ``group_ranks[g]`` the rank where any anchor of group
+    :math:`g` is first covered (``inf`` if none is). A question needing several pieces of evidence is supported
+    only when all of them reached the model; ``nan`` without groups."""
+    if group_ranks.size == 0:
+        return float("nan")
+    return float(np.all(group_ranks <= k))

@@ -6,6 +6,7 @@ import math
 
 from ..paths import display_name
 from .evaluate import EvalResult
+from .searches import render_searches, render_turns
 from .table import shown_keys, shown_rows
 
 __all__ = ["render_eval", "bar", "judged_line"]
@@ -99,6 +100,9 @@ def render_eval(result: EvalResult, *, failures: int = 5) -> str:
         lines.append(f"{'tag':<{width}}{'n':>4}  " + "  ".join(f"{c:>9}" for c in cols))
         for tag, row in result.by_tag.items():
             lines.append(f"{tag:<{width}}{int(row['n']):>4}  " + "  ".join(f"{_fmt(row.get(c)):>9}" for c in cols))
+    for part in (render_searches(result.searches), render_turns(result.turns, shown_keys("tags", ks))):
+        if part:
+            lines += ["", *part]
     worst = result.failures(failures) if failures else []
     if worst:
         lines.append("")

@@ -34,8 +34,12 @@ from .evaluate import DEFAULT_KS, EvalResult
 from .formats import RunFile, _eval_questions, _ranx_hits, _short, read_rankings, read_run, read_trec
 from .hits import ExternalHit
 from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched
+from ..types import Ranking
 
-__all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file"]
+__all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file", "PARTIAL"]
+
+PARTIAL = ("evidence",)
+"""Metrics scored only for the questions they apply to (``evidence@k``: questions with evidence groups)."""
 
 
 
@@ -84,14 +88,22 @@ class Run:
         return tuple(sorted({m for s in self.scores.values() for m in s}))
 
     def values(self, metric: str) -> dict[str, float]:
-        """Per-question values of ``metric``; a metric the run lacks is a :class:`ConfigError`."""
+        """Per-question values of ``metric``; a metric the run lacks is a :class:`ConfigError`. A metric some
+        questions have and others lack by design (``evidence@k``: only questions with evidence groups) gives the
+        questions that have it."""
+        partial = metric.partition("@")[0] in PARTIAL
         out = {}
         for q, s in self.scores.items():
             if metric not in s:
+                if partial:
+                    continue
                 raise ConfigError(f"metric {metric!r} is not in the results of run {self.name!r} (have: "
                                   f"{', '.join(sorted(s)) or 'none'}); pick one of those, or re-evaluate with the "
                                   "k it needs")
             out[q] = s[metric]
+        if partial and not out:
+            raise ConfigError(f"metric {metric!r} is not in the results of run {self.name!r}: no question has "
+                              "evidence groups (golden items with \"evidence\")")
         return out
 
     def mean(self, metric: str) -> float:
@@ -175,7 +187,7 @@ class Run:
         data = _eval_result_or_none(Path(path))
         if data is not None:
             return cls.from_result(data, name=name or Path(path).stem, source=source)
-        parsed = read_run(path, field=field)
+        parsed = _by_golden_id(read_run(path, field=field), golden, source)
         result = _score_parsed(parsed, golden, corpus, ks=_with_default_ks(ks), options=MatchOptions.of(options, **match),
                                source=source)
         label = name or parsed.tag or Path(path).stem
@@ -254,13 +266,13 @@ def _score_parsed(parsed: RunFile, golden: Any, corpus: Any, *, ks: Sequence[int
         raise ConfigError(f"{source}: a run file is scored against a golden set; pass golden= (CLI: --golden FILE)")
     matcher = HitMatcher(corpus, options=options)
     by_id = {i.id: i for i in golden}
+    parsed = _by_golden_id(parsed, golden, source)
     unjudged = sorted(set(parsed.hits) - set(by_id))
     if parsed.hits and len(unjudged) == len(parsed.hits):
         raise ConfigError(f"{source}: none of the run's {len(parsed.hits)} question id(s) is in the golden set "
                           f"({some(unjudged, quote=True)}); score the run against the golden set it was made for")
     matcher.detect_raw(h for qid, hits in parsed.hits.items() if qid in by_id for h in hits)
-    rankings = {qid: hits_to_ranking(by_id[qid].q, hits, len(hits), matcher, question=qid)
-                for qid, hits in parsed.hits.items() if qid in by_id}
+    rankings = {qid: _ranking(parsed, qid, by_id[qid].q, matcher) for qid in parsed.hits if qid in by_id}
     extra = {"format": parsed.format, **({"questions_not_in_golden": unjudged} if unjudged else {})}
     result = score_matched(rankings, golden, matcher, ks=ks, config={"run": source, "golden": getattr(golden, "source", None)}, matching=extra)
     if matcher.report.total and not matcher.report.matched:
@@ -272,6 +284,45 @@ def _score_parsed(parsed: RunFile, golden: Any, corpus: Any, *, ks: Sequence[int
             raise ConfigError(f"{source}: no doc id in the run is an anchor of the golden set; if the run names "
                               "documents or sections of a corpus, pass corpus= (CLI: --corpus)")
     return result
+
+
+def _ranking(parsed: RunFile, qid: str, question: str, matcher: HitMatcher) -> Ranking:
+    """One question's ranking: its hits matched, or for a trace each search matched (hits as outside hits are)
+    and merged as :meth:`Ranking.from_searches` merges them."""
+    if qid not in parsed.searches:
+        hits = parsed.hits[qid]
+        return hits_to_ranking(question, hits, len(hits), matcher, question=qid)
+    return Ranking.from_searches(question, [hits_to_ranking(query, hits, len(hits), matcher, question=qid)
+                                            for query, hits in parsed.searches[qid]])
+
+
+def _by_golden_id(parsed: RunFile, golden: Any, source: str) -> RunFile:
+    """``parsed`` keyed by golden ids: a key that is no golden id but whose question text (``parsed.questions``, a
+    trace naming questions by text) is a golden question's text is renamed to that question's id."""
+    if not parsed.questions or golden is None:
+        return parsed
+    ids = {i.id for i in golden}
+    by_text: dict[str, str] = {}
+    for i in golden:
+        by_text.setdefault(_norm(i.q), i.id)
+    rename = {}
+    for key, text in parsed.questions.items():
+        if key not in ids and _norm(text) in by_text:
+            rename[key] = by_text[_norm(text)]
+    if not rename:
+        return parsed
+    taken = [k for k in rename.values() if k in parsed.hits or list(rename.values()).count(k) > 1]
+    if taken:
+        raise ConfigError(f"{source}: question {taken[0]!r} is given twice (by its id or its text); give each "
+                          "question one line")
+    key = lambda k: rename.get(k, k)  # noqa: E731
+    return replace(parsed, hits={key(k): v for k, v in parsed.hits.items()},
+                   searches={key(k): v for k, v in parsed.searches.items()},
+                   questions={key(k): v for k, v in parsed.questions.items()})
+
+
+def _norm(text: str) -> str:
+    return " ".join(str(text).split()).casefold()
 
 
 def _from_scored(result: EvalResult, name: str, source: str, hits: Mapping[str, list[ExternalHit]]) -> Run:

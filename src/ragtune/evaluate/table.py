@@ -40,12 +40,16 @@ __all__ = ["Judgement", "Metric", "METRICS", "VIEWS", "register_metric", "unregi
 
 _NAME = re.compile(r"[a-z][a-z0-9_]*\Z")
 _CUTOFF = re.compile(r"[1-9][0-9]*\Z")  # plain ASCII digits, no leading zero: the key evaluation writes
-_OPTIONAL = ("tokens", "judged", "hole_ranks")  # Judgement fields a metric may need that not every source of rankings has
+_OPTIONAL = ("tokens", "judged", "hole_ranks", "evidence")  # Judgement fields a metric may need that not every source of rankings has
 VIEWS = ("eval", "tags", "sweep", "report", "compare")
 """The default tables a row can be shown in: ``eval``'s figures (every k, each row on its line), ``eval``'s per-tag
 table and a run file's doc-level delta (``tags``), the sweep's terminal table (``sweep``), the sweep report's ranked
 table and the intervals of results.json (``report``), and ``compare``'s default metrics (``compare``)."""
 _SHOW_K = ("all", "first")
+UNITS = ("", "tok")
+"""What a row's cut-off counts: ``""`` ranks (``recall@10``), ``"tok"`` tokens of context (``evidence@1000tok``: the
+top hits whose tokens, counted as ``context_tokens`` counts them, add up to at most 1000)."""
+_SPEC = re.compile(r"([1-9][0-9]*)([a-z]*)\Z")
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +62,13 @@ class Judgement:
     tokens: np.ndarray | None = None  # per rank, the chunk's token count; None when unknown (a run file)
     judged: np.ndarray | None = None  # per rank, covers any anchor with a judgment (relevant or judged not)
     hole_ranks: np.ndarray | None = None  # per distinct unjudged anchor retrieved, the rank first retrieved
+    evidence: np.ndarray | None = None  # per evidence group, the rank where any of its anchors is first covered
+
+    def ranks_within(self, budget: int) -> int:
+        """How many top hits fit in ``budget`` tokens (each hit's tokens as ``tokens`` holds them)."""
+        if self.tokens is None:
+            return 0
+        return int(np.count_nonzero(np.cumsum(self.tokens) <= budget))
 
     @property
     def first_hit_rank(self) -> int | None:
@@ -75,6 +86,10 @@ class Metric:
     shows them with decimals). ``always_k``: cut-offs scored whatever k values are
     asked for (``ndcg@10``). ``needs``: optional :class:`Judgement` fields the
     function reads (``tokens``); a question judged without them gets no value.
+
+    ``unit``: what the cut-off counts (:data:`UNITS`): ranks (``""``, the default), or ``"tok"``, tokens of context
+    (the key is ``evidence@1000tok``); a row counting tokens is scored at its ``always_k`` budgets only, and a rank
+    row and a token row may share a name (``evidence@5`` and ``evidence@1000tok``).
 
     ``show``: the default tables (:data:`VIEWS`) that show the metric, every one
     unless told; ``()`` keeps it in the scores and out of the tables. ``show_k``:
@@ -94,6 +109,7 @@ class Metric:
     needs: tuple[str, ...] = ()
     show: tuple[str, ...] = VIEWS
     show_k: str = "all"
+    unit: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _NAME.match(self.name):
@@ -117,6 +133,12 @@ class Metric:
         if unknown:
             raise ConfigError(f"metric {self.name!r}: show names {unknown!r}; the tables are {', '.join(VIEWS)} "
                               "(or show=() for none)")
+        if self.unit not in UNITS:
+            raise ConfigError(f"metric {self.name!r}: unit={self.unit!r}; use '' (the cut-off counts ranks) or 'tok' "
+                              "(tokens of context)")
+        if self.unit and not (self.takes_k and self.always_k):
+            raise ConfigError(f"metric {self.name!r}: a cut-off in {self.unit} needs takes_k=True and the budgets "
+                              "scored in always_k")
         if self.show_k not in _SHOW_K:
             raise ConfigError(f"metric {self.name!r}: show_k={self.show_k!r}; use 'all' (every k) or 'first' "
                               "(the first k only)")
@@ -126,18 +148,28 @@ class Metric:
         object.__setattr__(self, "label", self.label or self.name)
 
     @property
+    def slot(self) -> str:
+        """The row's place in the table: its name, with ``@tok`` for a row whose cut-off counts tokens."""
+        return f"{self.name}@{self.unit}" if self.unit else self.name
+
+    @property
     def pattern(self) -> str:
-        """``recall@k`` or ``mrr``: how the metric is written."""
+        """``recall@k``, ``evidence@Ntok`` or ``mrr``: how the metric is written."""
+        if self.unit:
+            return f"{self.name}@N{self.unit}"
         return f"{self.name}@k" if self.takes_k else self.name
 
     def key(self, k: int | None = None) -> str:
-        """The key of its value in scores and means: ``recall@10``, ``mrr``."""
-        return f"{self.name}@{k}" if self.takes_k else self.name
+        """The key of its value in scores and means: ``recall@10``, ``evidence@1000tok``, ``mrr``."""
+        return f"{self.name}@{k}{self.unit}" if self.takes_k else self.name
 
     def cutoffs(self, ks: Sequence[int]) -> list[int | None]:
-        """The cut-offs scored when ``ks`` are asked for: ``always_k`` first, then the rest of ``ks``."""
+        """The cut-offs scored when ``ks`` are asked for: ``always_k`` first, then the rest of ``ks`` (a token row:
+        its ``always_k`` budgets only)."""
         if not self.takes_k:
             return [None]
+        if self.unit:
+            return list(self.always_k)
         return [*self.always_k, *(k for k in ks if k not in self.always_k)]
 
     def shown_cutoffs(self, view: str, ks: Sequence[int]) -> list[int | None]:
@@ -163,7 +195,8 @@ class Metric:
         """What a report page needs to name, format and order by the metric (no function)."""
         return {"name": self.name, "label": self.label, "takes_k": self.takes_k, "bounded": self.bounded,
                 "higher_is_better": self.higher_is_better, "description": self.description,
-                "always_k": list(self.always_k), "show": list(self.show), "show_k": self.show_k}
+                "always_k": list(self.always_k), "show": list(self.show), "show_k": self.show_k,
+                **({"unit": self.unit} if self.unit else {})}
 
 
 # -- the built-in rows -------------------------------------------------------------------------------------------
@@ -216,8 +249,16 @@ def _ndcg_upper(j: Judgement, k: int) -> float:
     return m.ndcg_upper_at_k(j.first_ranks, j.grades, j.hole_ranks, k)  # type: ignore[arg-type]
 
 
+def _evidence(j: Judgement, k: int) -> float:
+    return m.evidence_at_k(j.evidence, k)  # type: ignore[arg-type]  # needs=("evidence",): never None here
+
+
+def _evidence_tokens(j: Judgement, budget: int) -> float:
+    return m.evidence_at_k(j.evidence, j.ranks_within(budget))  # type: ignore[arg-type]
+
+
 _TABLE: dict[str, Metric] = {}
-METRICS = MappingProxyType(_TABLE)  # name -> Metric, in the order scores are written
+METRICS = MappingProxyType(_TABLE)  # slot (the name; name@tok for a token row) -> Metric, in the order scores are written
 """The metric table, read-only; add rows with :func:`register_metric`."""
 
 
@@ -227,15 +268,15 @@ def register_metric(metric: Metric, *, replace: bool = False) -> Metric:
     if not isinstance(metric, Metric):
         raise ConfigError(f"register_metric takes a Metric row, got {type(metric).__name__}; build one with "
                           "Metric(name, fn, takes_k=..., bounded=..., higher_is_better=...)")
-    if metric.name in _TABLE and not replace:
-        raise ConfigError(f"metric {metric.name!r} is already in the table; pick another name, or pass "
+    if metric.slot in _TABLE and not replace:
+        raise ConfigError(f"metric {metric.slot!r} is already in the table; pick another name, or pass "
                           "replace=True to redefine it")
-    _TABLE[metric.name] = metric
+    _TABLE[metric.slot] = metric
     return metric
 
 
 def unregister_metric(name: str) -> Metric:
-    """Remove a row (a plugin's, or one a test registered); returns it."""
+    """Remove a row (a plugin's, or one a test registered; ``name@tok`` for a token row); returns it."""
     if name not in _TABLE:
         raise ConfigError(f"metric {name!r} is not in the table ({', '.join(_TABLE)})")
     return _TABLE.pop(name)
@@ -265,6 +306,12 @@ for _row in (
     Metric("ndcg_upper", _ndcg_upper, always_k=(10,), needs=("hole_ranks",), show=(), label="ndcg (upper)",
            description="nDCG@k if every unjudged section in the top k were relevant, with the question's highest "
            "grade (ndcg@k is today's figure)"),
+    Metric("evidence", _evidence, needs=("evidence",), show=("eval",), show_k="first",
+           description="1 if every evidence group has an anchor covered in the top k, else 0 (questions without "
+           "evidence groups are left out of its mean)"),
+    Metric("evidence", _evidence_tokens, always_k=(1000,), needs=("evidence", "tokens"), show=("eval",),
+           unit="tok", label="evidence@tok", description="1 if every evidence group has an anchor covered by the "
+           "top hits that fit in N tokens of context (counted as context_tokens counts them), else 0"),
 ):
     register_metric(_row)
 del _row
@@ -280,7 +327,11 @@ def parse_metric(spec: Any) -> tuple[Metric, int | None]:
     if not isinstance(spec, str):
         raise ConfigError(f"metric {spec!r}: expected a metric name such as recall@10 or mrr")
     name, at, k = spec.partition("@")
-    row = _TABLE.get(name)
+    cut = _SPEC.match(k)
+    unit = cut.group(2) if cut and cut.group(2) in UNITS else ""
+    row = _TABLE.get(f"{name}@{unit}" if unit else name)
+    if row is None and unit and name in _TABLE:
+        raise ConfigError(f"metric {spec!r}: {name} takes no budget in {unit}; e.g. {_TABLE[name].key(10)}")
     if row is None:
         raise ConfigError(f"metric {spec!r}: choose one of {_choices()} (with @k where it takes one)")
     if not row.takes_k:
@@ -289,10 +340,10 @@ def parse_metric(spec: Any) -> tuple[Metric, int | None]:
         return row, None
     if not k:
         raise ConfigError(f"metric {spec!r}: {name} needs a cut-off, e.g. {name}@10")
-    if not _CUTOFF.match(k):
+    if not _CUTOFF.match(k[:len(k) - len(unit)]):
         raise ConfigError(f"metric {spec!r}: the cut-off must be a positive whole number in plain digits, e.g. "
-                          f"{name}@10")
-    return row, int(k)
+                          f"{row.key(row.always_k[0] if row.unit else 10)}")
+    return row, int(k[:len(k) - len(unit)])
 
 
 def find_metric(spec: Any) -> Metric | None:
@@ -310,6 +361,9 @@ def check_metric(spec: Any, ks: Sequence[int]) -> str | None:
         row, k = parse_metric(spec)
     except ConfigError as e:
         return str(e)
+    if k is not None and row.unit and k not in row.always_k:
+        return (f"metric {spec!r}: the budget {k} is not scored; the budgets scored are "
+                f"{', '.join(row.key(b) for b in row.always_k)}")
     if k is not None and k not in ks and k not in row.always_k:
         return f"metric {spec!r}: k={k} is not among the evaluated k values {list(ks)}; add it to k"
     return None
