@@ -3,10 +3,13 @@
     python bench/scale.py --sizes 10000,100000,1000000 --box 900 --json out/scale.json
     python bench/scale.py --sizes 10000 --queries 100 --golden 50       # a small run, under a minute
     python bench/scale.py --sizes 10000 --engines ann --beir ../shared/datasets/scifact@test   # + real vectors
+    python bench/scale.py --sizes 100000 --engines exact,server --ef 16,64,256   # a Milvus server, HNSW
 
 Three engines over the same vectors: ``exact`` (the embedded dense retriever, numpy inner products over every
 vector), ``ann`` (the embedded retriever with its usearch HNSW graph, ``ann=True``) and ``milvus`` (Milvus Lite
-in a file under a temporary folder, ``milvus-dense``: a FLAT index, exact). Every (size, engine) runs in a fresh
+in a file under a temporary folder, ``milvus-dense``: a FLAT index, exact) and ``server`` (a Milvus standalone server,
+the ``milvus`` package's, started for the run with its data in a temporary folder, or ``--milvus-uri URL``: an HNSW
+index with M 16 and efConstruction 200, searched at each ``--ef``). Every (size, engine) runs in a fresh
 subprocess, so its peak memory (the kernel's high-water mark, VmHWM, of the process plus, for Milvus, of the
 Milvus Lite server it starts) is its own; each is killed after ``--box`` seconds and reports what had finished.
 
@@ -25,8 +28,9 @@ What is synthetic (embedding 10^6 chunks on this machine's 2 cores would take ab
 Latency is per query (k=10) without the query embedding (a lookup here), over ``--queries`` questions after 10
 warm-up searches; eval time is ``rt.evaluate`` over ``--golden`` questions (depth 100: search, matching,
 metrics). Recall@10 of each engine is against exact search over the same vectors. Build time is the retriever's
-construction from chunks and vectors (the HNSW graph for ann, insert + flush + load for Milvus); embedding is
-not included. One run; the host is 2 shared cores.
+construction from chunks and vectors (the HNSW graph for ann, insert + flush + load for Milvus, and the server's
+index build for ``server``); embedding is not included. The server's memory is its process's high-water mark
+since it started (so a later size includes the earlier ones' peak). One run; the host is 2 shared cores.
 
 ``--beir DIR@SPLIT`` adds one check on real vectors: recall@10 of the HNSW graph against exact search over a BEIR
 corpus's MiniLM vectors (one chunk per document, as bench/beir.py; from the embedding cache when it holds them),
@@ -45,12 +49,13 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 DIM = 384
-ENGINES = ("exact", "ann", "milvus")
+ENGINES = ("exact", "ann", "milvus", "server")
 SEED = 0
 
 
@@ -175,7 +180,27 @@ def emit(**fields) -> None:
     print("@" + json.dumps(fields), flush=True)
 
 
-def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int) -> None:
+def search_stats(retriever, qv: np.ndarray, vectors: np.ndarray, queries: int) -> dict:
+    """p50/p95 latency (k=10, after 10 warm-up searches) and recall@10 against exact search over ``vectors``."""
+    names = [f"q{i}" for i in range(len(qv))]
+    for q in names[:10]:
+        retriever.search(q, k=10)
+    lat, found = [], []
+    for q in names[10:10 + queries]:
+        r = retriever.search(q, k=10)
+        lat.append(sum(t for s, t in r.timings.items() if s != "embed_query") * 1000)
+        found.append([int(h.chunk.id[1:]) for h in r.hits])
+    a = np.asarray(lat)
+    recall = []
+    for i, got in enumerate(found, 10):
+        scores = vectors @ qv[i]
+        top = np.argpartition(-scores, 10)[:10]
+        recall.append(len(set(top.tolist()) & set(got)) / 10)
+    return {"queries": len(lat), "p50_ms": round(float(np.percentile(a, 50)), 2),
+            "p95_ms": round(float(np.percentile(a, 95)), 2), "recall_at_10": round(float(np.mean(recall)), 4)}
+
+
+def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int, uri: str = "", efs=(64,)) -> None:
     import ragtune as rt
 
     peak = ChildPeak() if engine == "milvus" else None
@@ -203,27 +228,25 @@ def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int) -> No
             client = m.connect(cfg.milvus_uri)
             m.create_index(client, "scale", chunks, cfg, vectors=vectors, replace=True)
             retriever = m.MilvusRetriever(client, "scale", cfg, chunks=chunks, embedder=emb)
+        elif engine == "server":
+            from ragtune.engines import milvus as m
+
+            cfg = m.MilvusDenseConfig(milvus_uri=uri, milvus_index="HNSW")
+            client = m.connect(uri)
+            m.create_index(client, f"scale_{n}", chunks, cfg, vectors=vectors, replace=True)
+            retriever = m.MilvusRetriever(client, f"scale_{n}", cfg, chunks=chunks, embedder=emb, uri=uri)
         else:
             from ragtune.retrieve.dense import DenseRetriever
 
             retriever = DenseRetriever(chunks, vectors, emb, ann=engine == "ann")
         emit(stage="build", seconds=round(time.perf_counter() - t0, 2), config=retriever.config)
-        names = [f"q{i}" for i in range(len(qv))]
-        for q in names[:10]:
-            retriever.search(q, k=10)
-        lat, found = [], []
-        for i, q in enumerate(names[10:10 + queries], 10):
-            r = retriever.search(q, k=10)
-            lat.append(sum(t for s, t in r.timings.items() if s != "embed_query") * 1000)
-            found.append([int(h.chunk.id[1:]) for h in r.hits])
-        a = np.asarray(lat)
-        recall = []
-        for i, got in enumerate(found, 10):
-            scores = vectors @ qv[i]
-            top = np.argpartition(-scores, 10)[:10]
-            recall.append(len(set(top.tolist()) & set(got)) / 10)
-        emit(stage="search", queries=len(lat), p50_ms=round(float(np.percentile(a, 50)), 2),
-             p95_ms=round(float(np.percentile(a, 95)), 2), recall_at_10=round(float(np.mean(recall)), 4))
+        if engine == "server":  # ef is read at search time: one index, a search at each ef
+            for ef in efs:
+                at_ef = m.MilvusRetriever(client, f"scale_{n}", replace(cfg, hnsw_ef=ef), chunks=chunks, embedder=emb,
+                                          uri=uri)
+                emit(stage=f"search_ef{ef}", ef=ef, **search_stats(at_ef, qv, vectors, queries))
+        else:
+            emit(stage="search", **search_stats(retriever, qv, vectors, queries))
         golden = rt.GoldenSet([rt.GoldenItem(id=f"g{i}", q=f"q{i}", relevant={chunks[int(sources[i])].doc_id: 1.0})
                                for i in range(golden_n)])
         t0 = time.perf_counter()
@@ -232,8 +255,10 @@ def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int) -> No
              recall_at_10=round(res.metrics["recall@10"], 4))
         server = peak.total_mb() if peak else 0  # 0: Milvus Lite ran inside this process
         emit(stage="memory", rss_mb=round(_hwm_kb() / 1024, 1), **({"milvus_server_mb": server} if server else {}))
+        if engine == "server":  # the next size starts from an empty server
+            m.drop_collection(client, f"scale_{n}")
     finally:
-        if engine == "milvus":
+        if engine in ("milvus", "server"):
             from ragtune.engines import milvus as m
 
             m.close_all()
@@ -241,9 +266,22 @@ def worker(engine: str, n: int, folder: Path, queries: int, golden_n: int) -> No
 
 
 # --- the driver ---------------------------------------------------------------------------------------------------
+def start_server(folder: str):
+    """The ``milvus`` package's server (bench/milvus.py starts it; from here Python would import that file as
+    ``milvus``, so it is loaded by path)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_milvus", Path(__file__).with_name("milvus.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._start_server(folder)
+
+
 def run_one(engine: str, n: int, folder: Path, args) -> dict:
     cmd = [sys.executable, __file__, "--worker", engine, "--sizes", str(n), "--data", str(folder),
-           "--queries", str(args.queries), "--golden", str(args.golden)]
+           "--queries", str(args.queries), "--golden", str(args.golden), "--ef", ",".join(map(str, args.ef))]
+    if engine == "server":
+        cmd += ["--milvus-uri", args.milvus_uri]
     row: dict = {"engine": engine, "chunks": n}
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
@@ -259,6 +297,8 @@ def run_one(engine: str, n: int, folder: Path, args) -> dict:
     finally:
         timer.cancel()
     row["wall_s"] = round(time.perf_counter() - t0, 1)
+    if engine == "server" and getattr(args, "server_pid", None):  # the server runs outside the worker
+        row.setdefault("memory", {})["milvus_server_mb"] = round(_hwm_kb(args.server_pid) / 1024, 1)
     if rc != 0:
         row["unfinished"] = f"killed after the {args.box:.0f} s box" if rc == -9 else f"exit status {rc}"
     return row
@@ -290,22 +330,41 @@ def table(rows: list[dict]) -> str:
     head = ("| engine | chunks | build s | p50 ms | p95 ms | recall@10 vs exact | eval s (questions) | peak RSS MB "
             "| inputs MB |\n|---|---|---|---|---|---|---|---|---|")
     out = [head]
-    for r in rows:
-        b, s, e, m, i = (r.get(k, {}) for k in ("build", "search", "eval", "memory", "inputs"))
-        rss = m.get("rss_mb")
-        if rss is not None and m.get("milvus_server_mb"):
-            rss = f"{rss:,.0f} + {m['milvus_server_mb']:,.0f} server"
-        elif rss is not None:
-            rss = f"{rss:,.0f}"
-        elif "so_far" in r:  # killed: the high-water mark at its last heartbeat
-            rss = f"{r['so_far']['rss_mb']:,.0f} so far"
-        cell = lambda d, k, f="{:,}": f.format(d[k]) if k in d else "-"  # noqa: E731
-        evals = f"{e['seconds']:,} ({e['questions']})" if e else "-"
-        line = (f"| {r['engine']} | {r['chunks']:,} | {cell(b, 'seconds')} | {cell(s, 'p50_ms')} | "
-                f"{cell(s, 'p95_ms')} | {cell(s, 'recall_at_10')} | {evals} | {rss or '-'} | "
-                f"{cell(i, 'rss_mb', '{:,.0f}')} |")
-        out.append(line + (f" {r['unfinished']}" if "unfinished" in r else ""))
+    for row in rows:
+        for r in _per_ef(row):
+            out.append(_table_row(r))
     return "\n".join(out)
+
+
+def _per_ef(row: dict) -> list[dict]:
+    """A server row per ef searched (engine ``server HNSW ef=N``), the build, eval and memory on the first."""
+    efs = sorted((k for k in row if k.startswith("search_ef")), key=lambda k: row[k]["ef"])
+    if not efs:
+        return [row]
+    out = []
+    for j, k in enumerate(efs):
+        r = {"engine": f"{row['engine']} HNSW ef={row[k]['ef']}", "chunks": row["chunks"], "search": row[k]}
+        if j == 0:
+            r.update({x: row[x] for x in ("build", "eval", "memory", "inputs", "so_far", "unfinished") if x in row})
+        out.append(r)
+    return out
+
+
+def _table_row(r: dict) -> str:
+    b, s, e, m, i = (r.get(k, {}) for k in ("build", "search", "eval", "memory", "inputs"))
+    rss = m.get("rss_mb")
+    if rss is not None and m.get("milvus_server_mb"):
+        rss = f"{rss:,.0f} + {m['milvus_server_mb']:,.0f} server"
+    elif rss is not None:
+        rss = f"{rss:,.0f}"
+    elif "so_far" in r:  # killed: the high-water mark at its last heartbeat
+        rss = f"{r['so_far']['rss_mb']:,.0f} so far"
+    cell = lambda d, k, f="{:,}": f.format(d[k]) if k in d else "-"  # noqa: E731
+    evals = f"{e['seconds']:,} ({e['questions']})" if e else "-"
+    line = (f"| {r['engine']} | {r['chunks']:,} | {cell(b, 'seconds')} | {cell(s, 'p50_ms')} | "
+            f"{cell(s, 'p95_ms')} | {cell(s, 'recall_at_10')} | {evals} | {rss or '-'} | "
+            f"{cell(i, 'rss_mb', '{:,.0f}')} |")
+    return line + (f" {r['unfinished']}" if "unfinished" in r else "")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,6 +377,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data", help="folder for the synthetic vectors (default: a temporary folder, removed)")
     ap.add_argument("--json", help="write the figures as JSON")
     ap.add_argument("--beir", help="DIR@SPLIT: also recall@10 of the graph on a BEIR corpus's real MiniLM vectors")
+    ap.add_argument("--milvus-uri", dest="milvus_uri", help="for the server engine: a running Milvus server's URL "
+                    "(default: the `milvus` package's server, started for the run)")
+    ap.add_argument("--ef", type=lambda s: [int(x) for x in s.split(",")], default=[16, 64, 256],
+                    help="for the server engine: the HNSW ef values searched (comma-separated)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -326,13 +389,17 @@ def main(argv: list[str] | None = None) -> int:
     if bad or min(sizes) < 100 or args.queries < 1 or args.golden < 1:
         ap.error(f"engines are {', '.join(ENGINES)} (got {bad}); sizes >= 100; --queries and --golden >= 1")
     if args.worker:
-        worker(args.worker, sizes[0], Path(args.data), args.queries, args.golden)
+        worker(args.worker, sizes[0], Path(args.data), args.queries, args.golden, args.milvus_uri or "", args.ef)
         return 0
     load = os.getloadavg()
     print(f"python {platform.python_version()}, numpy {np.__version__}, {os.cpu_count()} cores, "
           f"load average {load[0]:.1f} at the start", flush=True)
     data = Path(args.data) if args.data else Path(tempfile.mkdtemp(prefix="ragtune-scale-data-"))
-    rows = []
+    rows, server = [], None
+    if "server" in engines and not args.milvus_uri:
+        server_dir = tempfile.mkdtemp(prefix="ragtune-scale-server-")
+        server, args.milvus_uri = start_server(server_dir)
+        args.server_pid = server.server_proc.pid
     try:
         for n in sizes:
             t0 = time.perf_counter()
@@ -341,6 +408,9 @@ def main(argv: list[str] | None = None) -> int:
             for engine in engines:
                 rows.append(run_one(engine, n, data / str(n), args))
     finally:
+        if server is not None:
+            server.stop()
+            shutil.rmtree(server_dir, ignore_errors=True)
         if not args.data:
             shutil.rmtree(data, ignore_errors=True)
     real = real_recall(args.beir) if args.beir else None
