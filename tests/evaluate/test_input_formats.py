@@ -95,7 +95,7 @@ def test_the_grade_rule():
 def test_one_row_per_format_and_an_unknown_file_lists_them(tmp_path):
     names = [r.name for r in FORMATS]
     assert sorted(names) == sorted(["golden-jsonl", "golden-yaml", "beir", "trec-qrels", "ranx-qrels", "trec-run",
-                                    "jsonl-trace", "jsonl-run", "json-run", "ranx-run", "eval-json"])
+                                    "jsonl-trace", "openinference", "jsonl-run", "json-run", "ranx-run", "eval-json"])
     assert FORMATS == (*JUDGMENT_FORMATS, *RUN_FORMATS)
     assert {r.kind for r in JUDGMENT_FORMATS} == {"judgments"} and {r.kind for r in RUN_FORMATS} == {"run"}
     (tmp_path / "odd.bin").write_text("one two three\n")

@@ -2,7 +2,8 @@
 
 :data:`FORMATS` is the table: :data:`ragtune.golden.JUDGMENT_FORMATS` (golden JSONL and YAML, a BEIR folder, TREC
 qrels, ranx qrels: rows in ``golden.py``, the lowest layer every reader of judgments can import) followed by
-:data:`RUN_FORMATS` (TREC runs, ranx runs, JSON Lines and JSON hit lists, an ``eval --json`` result). Each row
+:data:`RUN_FORMATS` (TREC runs, ranx runs, JSON Lines and JSON hit lists, an ``eval --json`` result, JSONL traces
+and OpenInference spans, :mod:`ragtune.evaluate.otel`). Each row
 (:class:`ragtune.io.InputFormat`) has a ``sniff``, a ``read`` and, where ragtune writes the format, a ``write``.
 Every command that takes a golden set reads it through :func:`ragtune.load_golden` (judgments rows), every command
 that takes a run through :func:`read_run` (run rows); a path no row recognises is an error listing the rows.
@@ -26,6 +27,7 @@ from ..errors import ConfigError, CorpusNotFoundError
 from ..golden import GRADE_RULE, JUDGMENT_FORMATS, read_judgments
 from ..io import InputFormat, Sample, check_regular_file, describe_formats, sniff_format, write_text
 from .hits import ExternalHit, to_hit
+from .otel import is_span_file, read_traces, trace_searches
 
 __all__ = ["FORMATS", "RUN_FORMATS", "JUDGMENT_FORMATS", "GRADE_RULE", "RunFile", "Search", "read_run", "read_rankings",
            "read_trec", "read_judgments", "format_named", "Rankings", "write_trace"]
@@ -306,6 +308,11 @@ def _read_trec_run(s: Sample, field: str | None = None) -> RunFile:
                    next(iter(tags)) if len(tags) == 1 else None)
 
 
+def _read_spans(s: Sample, field: str | None = None) -> RunFile:
+    hits, searches, questions = trace_searches(read_traces(s.path), field=field, where=str(s.path))
+    return RunFile(hits, "openinference", None, searches, questions)
+
+
 def _read_jsonl_run(s: Sample, field: str | None = None) -> RunFile:
     return RunFile(_jsonl(_text(s.path), s.path, field), "jsonl", None)
 
@@ -387,6 +394,9 @@ RUN_FORMATS: tuple[InputFormat, ...] = (
     InputFormat("jsonl-trace", "run", 'JSON Lines of {"qid": ..., "searches": [{"query": ..., "hits": [...]}, ...]}, '
                 "a retriever that searched several times per question", _is_trace,
                 lambda s, field=None: _trace(_text(s.path), s.path, field), write_trace),
+    InputFormat("openinference", "run", "OpenTelemetry spans in the OpenInference conventions (OTLP JSON, or the "
+                "span JSON of opentelemetry-sdk), one question a trace, each RETRIEVER span a search", is_span_file,
+                _read_spans),
     InputFormat("jsonl-run", "run", 'JSON Lines of {"id": ..., "hits": [...]}', _is_jsonl, _read_jsonl_run,
                 write_jsonl_run),
     InputFormat("eval-json", "run", "an `eval --json` result or a sweep's runs/<key>.json, scored by its 'retrieved' lists",
