@@ -57,7 +57,7 @@ from ..types import Chunk, Document, Hit, Ranking
 from .hits import ExternalHit, to_hit
 from .table import shown_keys
 
-__all__ = ["HitMatcher", "MatchReport", "MatchOptions", "Unmatched", "AnchorsOnly", "METHODS", "ANCHOR_SPANS",
+__all__ = ["searches_to_ranking", "HitMatcher", "MatchReport", "MatchOptions", "Unmatched", "AnchorsOnly", "METHODS", "ANCHOR_SPANS",
            "DOC_HITS", "SITE_RULES", "hits_to_ranking", "score_matched"]
 
 #: how a hit was matched, in the order they are tried
@@ -642,6 +642,20 @@ def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, questi
         chunk, _ = matcher.match(h, question=question, rank=rank)
         hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))
     return Ranking(query, tuple(hits), {STAGE: seconds} if seconds is not None else {})
+
+
+def searches_to_ranking(question: str, searches: Any, k: int, matcher: HitMatcher, *, qid: str = "",
+                        field: str | None = None, seconds: float | None = None) -> Ranking:
+    """Raw searches ``[(query, raw hits), ...]`` in the order made -> one :class:`Ranking` (``searches`` kept, hits
+    merged by :meth:`Ranking.from_searches`). Each search's hits are matched as :func:`hits_to_ranking` matches
+    them, and a matched chunk is known by its span (``doc@start-end``), so the same section returned by two
+    searches counts once and two spans of one page count twice. ``seconds`` (the whole call) is the ranking's time."""
+    parts = []
+    for query, raw in searches:
+        r = hits_to_ranking(query, raw, k, matcher, question=qid or question, field=field)
+        parts.append(Ranking(r.query, tuple(Hit(replace(h.chunk, id=f"{h.chunk.doc_id}@{h.chunk.start}-{h.chunk.end}")
+                                                    if h.chunk.doc_id else h.chunk, h.score) for h in r.hits)))
+    return Ranking.from_searches(question, parts, {STAGE: seconds} if seconds is not None else None)
 
 
 def score_matched(rankings: Mapping[str, Ranking], golden: Any, matcher: HitMatcher, *, ks: Sequence[int],

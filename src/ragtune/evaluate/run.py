@@ -33,7 +33,7 @@ from ..io import check_regular_file
 from .evaluate import DEFAULT_KS, EvalResult
 from .formats import RunFile, _eval_questions, _ranx_hits, _short, read_rankings, read_run, read_trec
 from .hits import ExternalHit
-from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched
+from .match import HitMatcher, MatchOptions, hits_to_ranking, score_matched, searches_to_ranking
 from ..types import Ranking
 
 __all__ = ["Run", "load_run", "load_runs", "read_trec", "read_rankings", "score_run_file", "PARTIAL"]
@@ -292,8 +292,8 @@ def _ranking(parsed: RunFile, qid: str, question: str, matcher: HitMatcher) -> R
     if qid not in parsed.searches:
         hits = parsed.hits[qid]
         return hits_to_ranking(question, hits, len(hits), matcher, question=qid)
-    return Ranking.from_searches(question, [hits_to_ranking(query, hits, len(hits), matcher, question=qid)
-                                            for query, hits in parsed.searches[qid]])
+    searches = parsed.searches[qid]
+    return searches_to_ranking(question, searches, max([len(h) for _, h in searches] + [1]), matcher, qid=qid)
 
 
 def _by_golden_id(parsed: RunFile, golden: Any, source: str) -> RunFile:

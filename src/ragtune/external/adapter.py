@@ -5,6 +5,12 @@ sync or async, or an object with a ``search``, ``retrieve`` or ``invoke``
 method (tried in that order). Its hits are read by
 :func:`~ragtune.external.hits.to_hit` and matched to the corpus by
 :class:`~ragtune.evaluate.match.HitMatcher` (the matcher of run files too).
+
+A retriever that searches several times per question (an agent calling a search tool) returns its searches
+instead of hits: a list whose every item is a ``(query, hits)`` pair or a mapping with ``query`` and ``hits``
+(:func:`as_searches`). Each search is matched as hits are, and the question's ranking is
+:meth:`Ranking.from_searches <ragtune.types.Ranking.from_searches>` of them: what reached the model, in order,
+repeats dropped, with each search kept for the per-search figures.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ from ..errors import ConfigError, ParameterError, RagtuneError
 from ..evaluate.evaluate import DEFAULT_KS, EvalResult
 from ..golden import GoldenSet
 from ..progress import progress_iter
-from ..evaluate.match import STAGE, HitMatcher, hits_to_ranking, score_matched
+from ..evaluate.match import HitMatcher, hits_to_ranking, score_matched, searches_to_ranking
 from ..types import Ranking
 
-__all__ = ["evaluate_retriever", "ExternalRetriever", "as_fetch", "hits_to_ranking"]
+__all__ = ["evaluate_retriever", "ExternalRetriever", "as_fetch", "as_searches", "hits_to_ranking", "to_ranking"]
 
 METHOD_NAMES = ("search", "retrieve", "invoke")
 
@@ -58,6 +64,47 @@ def as_fetch(retriever: Any) -> tuple[Callable[[str, int], Any], str]:
     return (lambda query, k: fn(query)), str(name)
 
 
+def _search_of(item: Any) -> tuple[str, Any] | None:
+    if isinstance(item, Mapping):
+        hits = item.get("hits")
+        if "query" in item and hits is not None and not isinstance(hits, (str, bytes, Mapping)) \
+                and hasattr(hits, "__iter__"):
+            return str(item["query"] if item["query"] is not None else ""), hits
+        return None
+    if isinstance(item, (tuple, list)) and len(item) == 2 and isinstance(item[0], str) \
+            and isinstance(item[1], (list, tuple)):
+        return item[0], item[1]
+    return None
+
+
+def as_searches(raw: Any) -> list[tuple[str, Any]] | None:
+    """``raw`` as a list of searches ``(query, hits)`` when it is one (a non-empty list whose every item is a
+    ``(query, hits)`` pair or a mapping with ``query`` and ``hits``), else None (a plain list of hits)."""
+    if not isinstance(raw, (list, tuple)) or not raw:
+        return None
+    out = [_search_of(item) for item in raw]
+    return None if any(s is None for s in out) else out  # type: ignore[return-value]
+
+
+def to_ranking(question: str, raw: Any, k: int, matcher: HitMatcher, *, qid: str = "", field: str | None = None,
+               seconds: float | None = None) -> Ranking:
+    """What a retriever returned for ``question`` as a :class:`Ranking`: its hits matched (at most ``k``), or, for a
+    list of searches (:func:`as_searches`), each search matched and the searches merged by
+    :meth:`Ranking.from_searches` (``seconds``, the whole call, is the ranking's time)."""
+    searches = as_searches(raw)
+    if searches is None:
+        return hits_to_ranking(question, raw, k, matcher, question=qid or question, field=field, seconds=seconds)
+    return searches_to_ranking(question, searches, k, matcher, qid=qid, field=field, seconds=seconds)
+
+
+def _raw_hits(raw: Any) -> list[Any]:
+    """The hits of what a retriever returned (every search's, for a list of searches), for the site rule's detection."""
+    if not isinstance(raw, list):
+        return []
+    searches = as_searches(raw)
+    return raw if searches is None else [h for _, hits in searches for h in hits]
+
+
 class ExternalRetriever:
     """An outside retriever behind ragtune's ``search(query, k, filters) -> Ranking`` protocol.
 
@@ -81,8 +128,8 @@ class ExternalRetriever:
         raw = self._fetch(query, k)
         if inspect.isawaitable(raw):
             raw = asyncio.run(_await(raw))
-        return hits_to_ranking(query, raw, k, self.matcher, question=question or query, field=self.field,
-                               seconds=time.perf_counter() - t0)
+        return to_ranking(query, raw, k, self.matcher, qid=question or query, field=self.field,
+                          seconds=time.perf_counter() - t0)
 
 
 async def _await(x: Any) -> Any:
@@ -119,7 +166,10 @@ def evaluate_retriever(
     """Evaluate a retriever ragtune did not build, on ``golden``, with ragtune's metrics.
 
     ``retriever``: a callable ``(query, k) -> hits`` (or ``(query) -> hits``), sync or
-    async, or an object with ``search``/``retrieve``/``invoke``. A hit is an identifier
+    async, or an object with ``search``/``retrieve``/``invoke``; one that searched several times returns its
+    searches instead, a list of ``(query, hits)`` pairs or ``{"query": ..., "hits": [...]}`` mappings in the
+    order made (scored as one ranking, :meth:`Ranking.from_searches`, with per-search figures in
+    ``result.searches``). A hit is an identifier
     string, a dict or an object (see :mod:`ragtune.external.hits`); ``field`` names the
     one field that identifies hits. ``corpus`` lets document ids, paths, URLs and text
     match the golden anchors they cover; without it an identifier must equal a golden
@@ -153,15 +203,14 @@ def evaluate_retriever(
     raw, failed = _fetch_all(fetch, items, depth, concurrency, asynchronous=_is_async(retriever),
                              show_progress=show_progress, end=end, fail_fast=fail_fast)
     listed = {item.id: _as_list(raw[item.id][0]) for item in items if item.id not in failed}
-    matcher.detect_raw(h for hits in listed.values() if isinstance(hits, list) for h in hits[:depth])
+    matcher.detect_raw(h for hits in listed.values() for h in _raw_hits(hits)[:depth])
     rankings = {}
     for item in items:
         if item.id in failed:
             continue
         hits, seconds = listed[item.id], raw[item.id][1]
         try:
-            rankings[item.id] = hits_to_ranking(item.q, hits, depth, matcher, question=item.id, field=field,
-                                                seconds=seconds)
+            rankings[item.id] = to_ranking(item.q, hits, depth, matcher, qid=item.id, field=field, seconds=seconds)
         except RagtuneError as e:
             if fail_fast:
                 raise

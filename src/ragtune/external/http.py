@@ -7,7 +7,9 @@ In a JSON body a string that is exactly a placeholder becomes the typed value
 a longer string or a URL it is text (URL-encoded in a URL). The hit list is
 found in the answer by a JMESPath expression (``hits``, ``data.results``,
 ``response.docs``), and each hit is identified by its fields (see
-:mod:`ragtune.external.hits`) or by a second JMESPath expression.
+:mod:`ragtune.external.hits`) or by a second JMESPath expression. A service that searched several times per
+question (an agent) gives its searches: ``searches_path`` is the JMESPath to the list of searches, each an object
+whose ``query`` is the search's query and in which ``hits_path`` finds its hits.
 
 Headers come from environment variables (``{"X-API-Key": "SEARCH_KEY"}``) and
 are never printed. Requests retry with backoff on 429, 5xx, timeouts and
@@ -78,7 +80,9 @@ class HTTPRetriever:
     ``url``: the endpoint; with ``{query}`` in it and no ``body`` it is fetched with GET.
     ``body``: a JSON template (a string or a dict), default ``{"query": "{query}", "k": "{k}"}``.
     ``hits_path``: JMESPath to the hit list in the answer; ``hit_field``: JMESPath to what
-    identifies one hit (default: read its anchor/id/url/text fields). ``headers``: header
+    identifies one hit (default: read its anchor/id/url/text fields). ``searches_path``: JMESPath to the list of
+    searches, when the service searched more than once (each search's hits are then at ``hits_path`` inside it,
+    and its query at ``query``); the call returns ``[{"query": ..., "hits": [...]}, ...]``. ``headers``: header
     name -> environment variable holding its value. ``filters`` fills ``{filters}``.
     ``timeout``: wall-clock seconds of one attempt; ``deadline``: seconds for one question, retries included
     (default ``2 * timeout + max_wait``); ``until``: a :func:`time.monotonic` instant no request may pass (the
@@ -89,7 +93,7 @@ class HTTPRetriever:
                  hits_path: str = "hits", hit_field: str | None = None, headers: Mapping[str, str] | None = None,
                  timeout: float = 30.0, retries: int = 3, backoff: float = 0.5, filters: str | None = None,
                  deadline: float | None = None, max_wait: float = 10.0, max_bytes: int = DEFAULT_MAX_BYTES,
-                 until: float | None = None):
+                 until: float | None = None, searches_path: str | None = None):
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
             raise ConfigError(f"endpoint must be an http:// or https:// URL, got {redact_url(url)!r}")
         if timeout <= 0 or retries < 0:
@@ -118,6 +122,8 @@ class HTTPRetriever:
         self.name = urllib.parse.urlsplit(url).netloc.rpartition("@")[2] or redact_url(url)  # no userinfo
         self._hits = _compile(hits_path, "hits path")
         self.hits_path = hits_path
+        self._searches = _compile(searches_path, "searches path") if searches_path else None
+        self.searches_path = searches_path
         self._field = _compile(hit_field, "hit field") if hit_field else None
         self.hit_field = hit_field
         self.filters = filters
@@ -164,12 +170,32 @@ class HTTPRetriever:
             with self._lock:
                 self.requests += client.requests
                 self.retried += client.retries
-        hits = self._hits.search(answer)
-        if hits is None:
+        if self._searches is None:
+            return self._hit_list(answer, "the answer")
+        searches = self._searches.search(answer)
+        if not isinstance(searches, list):
             keys = ", ".join(answer) if isinstance(answer, dict) else type(answer).__name__
+            raise ParameterError("; pass the JMESPath to the list of searches ({})", "searches_path",
+                                 prefix=f"{redact_url(self.url)}: the searches path {self.searches_path!r} gives "
+                                        f"{type(searches).__name__ if searches is not None else 'nothing'}, not a "
+                                        f"list of searches (top-level keys: {keys})")
+        out = []
+        for n, one in enumerate(searches, start=1):
+            if not isinstance(one, dict):
+                raise ConfigError(f"{redact_url(self.url)}: search {n} at {self.searches_path!r} is a "
+                                  f"{type(one).__name__}, not an object with a query and hits")
+            query = one.get("query")
+            out.append({"query": "" if query is None else str(query), "hits": self._hit_list(one, f"search {n}")})
+        return out
+
+    def _hit_list(self, node: Any, what: str) -> list[Any]:
+        """The hits ``hits_path`` finds in ``node`` (the answer, or one search of it), identified by ``hit_field``."""
+        hits = self._hits.search(node)
+        if hits is None:
+            keys = ", ".join(node) if isinstance(node, dict) else type(node).__name__
             raise ParameterError("; pass the JMESPath to the hit list ({})", "hits_path",
                                  prefix=f"{redact_url(self.url)}: the hits path {self.hits_path!r} finds nothing in "
-                                        f"the answer (top-level keys: {keys})")
+                                        f"{what} (top-level keys: {keys})")
         if not isinstance(hits, list):
             raise ConfigError(f"{redact_url(self.url)}: the hits path {self.hits_path!r} gives a "
                               f"{type(hits).__name__}, not a list of hits")
@@ -220,7 +246,9 @@ def evaluate_endpoint(url: str, golden: GoldenSet, *, corpus: Any = None, ks: Se
                                 base_url=base_url, path_prefix=path_prefix, fuzzy=fuzzy, anchor_span=anchor_span,
                                 doc_hits=doc_hits, site=site, name=retriever.name,
                                 config={"endpoint": redact_url(url), "method": retriever.method,
-                                        "hits_path": retriever.hits_path},
+                                        "hits_path": retriever.hits_path,
+                                        **({"searches_path": retriever.searches_path} if retriever.searches_path
+                                           else {})},
                                 show_progress=show_progress, deadline=run_deadline, fail_fast=fail_fast)
     result.config["http"] = {"requests": retriever.requests, "retries": retriever.retried}  # type: ignore[index]
     return result

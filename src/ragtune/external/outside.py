@@ -37,6 +37,9 @@ class EndpointOptions:
     hits_path: Annotated[str, Opt("where the hit list is in the answer", metavar="JMESPATH")] = "hits"
     hit_field: Annotated[str | None, Opt("what identifies a hit (default: its anchor/id/path/url/text fields)",
                                          metavar="JMESPATH")] = None
+    searches_path: Annotated[str | None, Opt("where the list of searches is in the answer, for a service that "
+                                             "searched several times per question (each search's query at 'query', "
+                                             "its hits at the hits path)", metavar="JMESPATH")] = None
     headers: Mapping[str, str] = field(default_factory=dict)
     concurrency: Annotated[int, Opt("questions in flight at once", lo=1, hi=256)] = 1
     timeout: Annotated[float, Opt("seconds per request attempt, wall clock (connect, headers and body)",
@@ -52,7 +55,7 @@ class EndpointOptions:
     def evaluate_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of :func:`ragtune.external.http.evaluate_endpoint` these options are."""
         return {"body": self.body, "method": self.http_method, "hits_path": self.hits_path,
-                "hit_field": self.hit_field, "headers": dict(self.headers), "timeout": self.timeout,
+                "hit_field": self.hit_field, "searches_path": self.searches_path, "headers": dict(self.headers), "timeout": self.timeout,
                 "retries": self.retries, "concurrency": self.concurrency, "run_deadline": self.deadline,
                 "fail_fast": self.fail_fast, "max_bytes": max(1, int(self.max_response_mb * 2 ** 20))}
 
