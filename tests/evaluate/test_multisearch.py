@@ -202,3 +202,19 @@ def test_evidence_metrics_by_name_and_compare_on_them(setup, tmp_path):
     assert rows[("two-searches", "evidence@5")].n == 1 and rows[("two-searches", "evidence@5")].delta == 1.0
     assert rows[("two-searches", "recall@5")].n == 2
     assert math.isfinite(rows[("two-searches", "evidence@1000tok")].p_value)
+
+
+def test_the_gate_fails_a_drop_of_evidence(setup):
+    from ragtune.evaluate.gate import regression_gate
+
+    corpus, c, golden = setup
+    both = {"m1": Ranking.from_searches("q", [ranking("a", [c["refunds"]]), ranking("b", [c["invoices"]])]),
+            "p1": ranking("p", [c["refunds"]])}
+    one = {**both, "m1": ranking("a", [c["refunds"]])}  # the second search lost: one piece of evidence missing
+    base = evaluate_rankings(both, golden, corpus, ks=(5, 10))
+    cur = evaluate_rankings(one, golden, corpus, ks=(5, 10))
+    gate = regression_gate(cur, base.to_dict(), metrics=["evidence@5", "recall@10"], samples=200)
+    checks = {ch.metric: ch for ch in gate.checks}
+    assert checks["evidence@5"].status == "fail" and checks["evidence@5"].n == 1
+    assert checks["evidence@5"].baseline == 1.0 and checks["evidence@5"].current == 0.0
+    assert checks["recall@10"].n == 2 and not gate.passed
