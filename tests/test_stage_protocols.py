@@ -21,7 +21,8 @@ from ragtune.types import Document
 ARGUMENTS = {("embedder", "openai"): "text-embedding-3-small",
              ("generator", "openai"): "gpt-4o-mini", ("judge", "openai"): "gpt-4o-mini",
              ("judge", "anthropic"): "claude-haiku-4-5"}
-OPTIONS = {("reranker", "llm"): {"model": "openai:gpt-4o-mini"}}
+OPTIONS = {("reranker", "llm"): {"model": "openai:gpt-4o-mini"}, ("strategy", "decompose"): {"llm": "openai:gpt-4o-mini"},
+           ("strategy", "rewrite"): {"llm": "openai:gpt-4o-mini"}}
 # entries whose factory opens its model folder (or asks the hub) when built: their class is checked instead
 OPENS = {"embedder": {"onnx": ("ragtune.embed.onnx", "OnnxEmbedder"),
                       "st": ("ragtune.embed.st", "SentenceTransformerEmbedder")}}
@@ -97,9 +98,10 @@ class Nameless:
 
 
 MISSING = {"loader": "load()", "chunker": "chunk()", "retriever": "search()", "reranker": "rerank()",
-           "embedder": "embed(), embed_queries()", "generator": "generate()", "judge": "judge()"}
+           "embedder": "embed(), embed_queries()", "generator": "generate()", "judge": "judge()",
+           "strategy": "run()"}
 PROTOCOL_NAMES = {"loader": "Loader", "chunker": "Chunker", "retriever": "Retriever", "reranker": "Reranker",
-                  "embedder": "Embedder", "generator": "Generator", "judge": "Judge"}
+                  "embedder": "Embedder", "generator": "Generator", "judge": "Judge", "strategy": "Strategy"}
 
 
 @pytest.mark.parametrize("stage", sorted(MISSING))

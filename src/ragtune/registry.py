@@ -43,7 +43,7 @@ from .config import Config
 from .errors import ConfigError
 
 __all__ = ["Entry", "Registry", "CHUNKERS", "RETRIEVERS", "RERANKERS", "EMBEDDERS", "GENERATORS", "JUDGES",
-           "LOADERS", "REGISTRIES", "did_you_mean"]
+           "LOADERS", "STRATEGIES", "REGISTRIES", "did_you_mean"]
 
 
 def did_you_mean(name: str, choices: list[str]) -> str:
@@ -284,6 +284,9 @@ JUDGES = Registry("judge", "ragtune.judges", ("ragtune.answer",))
 LOADERS = Registry("loader", "ragtune.loaders", tuple(f"ragtune.corpus.formats.{m}" for m in (
     "text", "docx", "rst", "html", "pdf", "notebook")))
 
+# how a question becomes searches: one (single), a second hop along the corpus's links, a conversation's history
+STRATEGIES = Registry("strategy", "ragtune.strategies", ("ragtune.retrieve.strategies",))
+
 REGISTRIES = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS, "embedder": EMBEDDERS,
               "generator": GENERATORS, "judge": JUDGES,
-              "loader": LOADERS}
+              "loader": LOADERS, "strategy": STRATEGIES}

@@ -19,6 +19,7 @@ embedder   :class:`Embedder`   ``embed(texts)``, ``embed_queries(texts)`` -> flo
                                ``max_tokens``, ``cache_key``
 generator  :class:`Generator`  ``generate(question, contexts) -> Answer``; ``name``
 judge      :class:`Judge`      ``judge(answer) -> dict``; ``name``
+strategy   :class:`Strategy`   ``run(retriever, question, k, filters, history) -> Ranking``; ``name``
 =========  ==================  =====================================================================
 
 Optional on every stage, never required: ``warm_up()`` (load models now rather than on first use) and ``config``
@@ -37,7 +38,7 @@ from .errors import StageContractError
 from .types import Chunk, Document, Ranking
 
 __all__ = ["Loader", "Chunker", "ParentChunker", "Retriever", "Reranker", "Embedder", "Generator", "Judge",
-           "PROTOCOLS", "members", "missing", "check_class", "check_component"]
+           "Strategy", "PROTOCOLS", "members", "missing", "check_class", "check_component"]
 
 
 @runtime_checkable
@@ -138,9 +139,22 @@ class Judge(Protocol):
     def judge(self, answer: Any) -> dict[str, Any]: ...
 
 
+@runtime_checkable
+class Strategy(Protocol):
+    """How a question becomes searches: ``run`` searches ``retriever`` once or more for ``question`` (``history``:
+    the questions of the earlier turns of its conversation, oldest first) and returns one Ranking; with several
+    searches its ``searches`` hold each (query, hits, timings) in order and its ``hits`` what reached the model
+    (:meth:`ragtune.types.Ranking.from_searches`), at most ``k``."""
+
+    name: str
+
+    def run(self, retriever: Retriever, question: str, k: int, filters: Any = None,
+            history: Sequence[str] = ()) -> Ranking: ...
+
+
 # The protocol of each registry's stage (registry.py reads it).
 PROTOCOLS: dict[str, type] = {"loader": Loader, "chunker": Chunker, "retriever": Retriever, "reranker": Reranker,
-                              "embedder": Embedder, "generator": Generator, "judge": Judge}
+                              "embedder": Embedder, "generator": Generator, "judge": Judge, "strategy": Strategy}
 
 _SKIP = frozenset(dir(Protocol)) | {"__annotations__", "__dict__", "__weakref__", "__module__", "__doc__",
                                     "__parameters__", "__protocol_attrs__", "__non_callable_proto_members__"}

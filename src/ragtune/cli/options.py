@@ -67,14 +67,14 @@ def add_stage_flags(parser: Any, stage: str) -> None:
     """One flag per option of every registered entry of ``stage`` (chunker, retriever, reranker), from the
     entries' config classes: ``--size``, ``--rrf-k``; rerankers' as ``--rerank-<option>``. The value lands in
     ``opt_<name>`` (see :func:`ragtune.pipeline.PipelineConfig.from_flags`)."""
-    from ..pipeline import ALIASES, RERANK_PREFIX, option_owners, option_types
-    from ..registry import RERANKERS
+    from ..pipeline import ALIASES, RERANK_PREFIX, STRATEGY_PREFIX, option_owners, option_types
+    from ..registry import REGISTRIES
 
     hints = option_types(stage)
-    owners = option_owners(stage) if stage != "reranker" else {
-        n: [e.name for e in RERANKERS if n in e.options] for n in hints}
-    prefix = RERANK_PREFIX if stage == "reranker" else ""
-    helps = _stage_help(stage)
+    owners = option_owners(stage) if stage in ("chunker", "retriever") else {
+        n: [e.name for e in REGISTRIES[stage] if n in e.options] for n in hints}
+    prefix = {"reranker": RERANK_PREFIX, "strategy": STRATEGY_PREFIX}.get(stage, "")
+    helps, plural = _stage_help(stage), {"strategy": "strategies"}.get(stage, stage + "s")
     for name, takers in owners.items():
         kind = _kind(hints.get(name), Opt(""), None)
         if _optional(hints.get(name)) and "action" not in kind:  # --stemmer none sets the option to None
@@ -89,8 +89,8 @@ def add_stage_flags(parser: Any, stage: str) -> None:
         aliases = [a for a, target in ALIASES.items() if target == name] if stage == "chunker" else []
         parser.add_argument("--" + (prefix + name).replace("_", "-"), *("--" + a.replace("_", "-") for a in aliases),
                             dest=f"opt_{prefix}{name}", default=None,
-                            help=(f"{helps[name]} ({stage}s {', '.join(takers)})" if name in helps
-                                  else f"{stage}s {', '.join(takers)}"), **kind)
+                            help=(f"{helps[name]} ({plural} {', '.join(takers)})" if name in helps
+                                  else f"{plural} {', '.join(takers)}"), **kind)
 
 
 def _optional(hint: Any) -> bool:
@@ -107,10 +107,10 @@ def _or_none(parse: Callable[[str], Any] | None) -> Callable[[str], Any]:
 
 def _stage_help(stage: str) -> dict[str, str]:
     """Option name -> the help its config field declares (``Annotated[int, Opt("...")]``), first entry wins."""
-    from ..registry import CHUNKERS, RERANKERS, RETRIEVERS
+    from ..registry import REGISTRIES
 
     out: dict[str, str] = {}
-    for entry in {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]:
+    for entry in REGISTRIES[stage]:
         if entry.config is None:
             continue
         try:
@@ -300,7 +300,7 @@ def add_chunker_flags(p: Any) -> None:
 def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> None:
     """The inputs (--corpus or --store/--version), the chunker flags, the first stage and its options, and (with
     ``rerank``) the reranker, its options, --candidates and --filter."""
-    from ..registry import RERANKERS, RETRIEVERS
+    from ..registry import RERANKERS, RETRIEVERS, STRATEGIES
 
     if store:
         add_corpus_flags(p, required=False)
@@ -327,6 +327,9 @@ def add_pipeline_flags(p: Any, *, rerank: bool = True, store: bool = True) -> No
                        "several, e.g. 20,50,100")
         r.add_argument("--filter", action="append", default=[], metavar="EXPR",
                        help="metadata filter, e.g. 'dir=tutorial' or 'year>=2020 and lang in [en, de]' (repeat to AND)")
+        r.add_argument("--strategy", default=None, help=f"how a question becomes searches: {STRATEGIES.spell()} "
+                       "(default single: one search)")
+        add_stage_flags(r, "strategy")
 
 
 def pipeline_flags(args: Any) -> dict[str, Any]:

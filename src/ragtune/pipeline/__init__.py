@@ -9,9 +9,10 @@ Opening a pipeline from a corpus folder or an index store is :func:`ragtune.stor
 the store is built on this package).
 """
 
-from .build import Pipeline, build_pipeline, build_reranker, build_retriever, default_chunker, warn_window
-from .config import (ALIASES, DEFAULT_RETRIEVER, EMBEDDER_KEYS, PIPELINE_KEYS, RERANK_PREFIX, PipelineConfig,
-                     file_flags, option_owners, option_types, read_pipeline_flags)
+from .build import (Pipeline, build_pipeline, build_reranker, build_retriever, build_strategy, default_chunker,
+                    warn_window)
+from .config import (ALIASES, DEFAULT_RETRIEVER, DEFAULT_STRATEGY, EMBEDDER_KEYS, PIPELINE_KEYS, RERANK_PREFIX,
+                     STRATEGY_PREFIX, PipelineConfig, file_flags, option_owners, option_types, read_pipeline_flags)
 from .evaluation import (candidate_gains, candidate_row, candidate_verdict, compare_candidates, evaluate_reranking,
                          first_stage_check, rerank_warning, run_eval)
 from .resources import Chunking, FirstStage, Resources, StoredIndex
@@ -20,4 +21,5 @@ __all__ = ["PipelineConfig", "Pipeline", "Resources", "StoredIndex", "Chunking",
            "run_eval", "evaluate_reranking", "default_chunker", "build_retriever", "build_reranker", "option_owners", "option_types",
            "compare_candidates", "first_stage_check", "candidate_row", "candidate_gains", "candidate_verdict",
            "rerank_warning", "warn_window", "ALIASES", "PIPELINE_KEYS", "EMBEDDER_KEYS", "RERANK_PREFIX",
-           "DEFAULT_RETRIEVER", "file_flags", "read_pipeline_flags"]
+           "DEFAULT_RETRIEVER", "file_flags", "read_pipeline_flags", "build_strategy", "STRATEGY_PREFIX",
+           "DEFAULT_STRATEGY"]

@@ -15,15 +15,17 @@ from typing import Any
 from ..corpus.corpus import Corpus
 from ..embed import DEFAULT_EMBEDDER
 from ..errors import ConfigError, EmptyIndexError
-from ..registry import CHUNKERS, RERANKERS, RETRIEVERS
+from ..registry import CHUNKERS, RERANKERS, RETRIEVERS, STRATEGIES
 from ..retrieve.base import Retriever, warm_up
 from ..retrieve.parents import ParentRetriever
+from ..retrieve.strategies import StrategyRetriever
 from ..rerank.base import RerankedRetriever, Reranker
 from ..types import Chunk
 from .config import ALIASES, PipelineConfig
 from .resources import Resources
 
-__all__ = ["Pipeline", "build_pipeline", "warn_window", "default_chunker", "build_retriever", "build_reranker"]
+__all__ = ["Pipeline", "build_pipeline", "build_strategy", "warn_window", "default_chunker", "build_retriever",
+           "build_reranker"]
 
 
 @dataclass(frozen=True)
@@ -31,7 +33,8 @@ class Pipeline:
     """A corpus chunked and indexed, ready to search and evaluate. Immutable.
 
     ``base`` is the first-stage retriever over ``chunks``; ``retriever`` is what gets searched:
-    ``base``, reranked if a reranker is set, then mapped to parents for small-to-big.
+    ``base``, reranked if a reranker is set, then mapped to parents for small-to-big, then searched by the
+    ``strategy`` (a :class:`ragtune.stages.Strategy`; None: one search of the question, the default).
     """
 
     corpus: Corpus
@@ -44,6 +47,7 @@ class Pipeline:
     version: str | None = None  # the store version this pipeline was loaded from
     config: PipelineConfig | None = None
     stats: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)  # what the build made or reused
+    strategy: Any = None
     retriever: Retriever = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -54,6 +58,8 @@ class Pipeline:
             r = RerankedRetriever(r, self.reranker, candidates=self.candidates)
         if self.parents:
             r = ParentRetriever(r, {p.id: p for p in self.parents})
+        if self.strategy is not None:
+            r = StrategyRetriever(r, self.strategy)
         object.__setattr__(self, "retriever", r)
 
     @classmethod
@@ -102,6 +108,9 @@ class Pipeline:
                              "candidates": self.candidates}
         if self.parents:
             out["parents"] = len(self.parents)
+        if self.strategy is not None:
+            out["strategy"] = {"name": self.strategy.name, **(self.strategy.config.to_dict()
+                                                              if hasattr(self.strategy, "config") else {})}
         return _redacted(out)
 
 
@@ -164,11 +173,20 @@ def build_pipeline(corpus: Corpus, config: PipelineConfig, *, resources: Resourc
     first = resources.first_stage(config, chunks)
     after = dict(getattr(emb, "stats", None) or {"hits": 0, "misses": 0})
     reranker = RERANKERS.build(config.rerank, options=config.reranker_config()) if config.rerank else None
+    strategy = build_strategy(corpus, config, parents or chunks)
     stats = {"chunks": len(chunks), "parents": len(parents), "index_build_s": first.build_s,
              "index_reused": first.reused, "texts_embedded": after["misses"] - before["misses"],
              "embedding_cache_hits": after["hits"] - before["hits"]}
     return Pipeline(corpus, chunking.chunker, first.retriever, chunks, parents, reranker, config.candidates, version,
-                    config, stats)
+                    config, stats, strategy)
+
+
+def build_strategy(corpus: Corpus, config: PipelineConfig, units: Sequence[Chunk]) -> Any:
+    """The configuration's strategy over ``units`` (what a search returns: the chunks, or the parents of
+    small-to-big), or None for one search of the question (the default, which leaves the pipeline as it was)."""
+    if not config.multi_step:
+        return None
+    return STRATEGIES.build(config.strategy, options=config.strategy_config(), corpus=corpus, units=tuple(units))
 
 
 # ---------------------------------------------------------------------------------------------------------------

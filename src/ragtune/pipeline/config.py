@@ -17,16 +17,18 @@ from ..config import NONE_FLAG, Config, _hints, config_key
 from ..embed import DEFAULT_EMBEDDER
 from ..embed.spec import PREFIX_OPTIONS, split_prefixes
 from ..errors import ConfigError
-from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, did_you_mean
+from ..registry import CHUNKERS, EMBEDDERS, RERANKERS, RETRIEVERS, STRATEGIES, did_you_mean
 
 __all__ = ["PipelineConfig", "file_flags", "read_pipeline_flags", "option_owners", "option_types", "ALIASES",
            "PIPELINE_KEYS", "EMBEDDER_KEYS",
-           "RERANK_PREFIX", "DEFAULT_RETRIEVER", "token_unit"]
+           "RERANK_PREFIX", "STRATEGY_PREFIX", "DEFAULT_RETRIEVER", "DEFAULT_STRATEGY", "token_unit"]
 
 # names that older files used for today's options
 ALIASES = {"depth_fuse": "fusion_depth", "depth": "fusion_depth", "parent_chunker": "parent"}
-PIPELINE_KEYS = ("chunker", "prefix", "retriever", "engine", "embedder", "rerank", "candidates", "filter")
+PIPELINE_KEYS = ("chunker", "prefix", "retriever", "engine", "embedder", "rerank", "candidates", "filter", "strategy")
 RERANK_PREFIX = "rerank_"
+STRATEGY_PREFIX = "strategy_"  # the strategy's options as flags and grid keys: strategy_follow, strategy_window
+DEFAULT_STRATEGY = "single"  # one search per question: the pipeline as it was before strategies
 # the embedder options that are part of a pipeline: they change the vectors (other embedder options, such as
 # threads or batch sizes, change only how fast the same vectors are made)
 EMBEDDER_KEYS = PREFIX_OPTIONS
@@ -84,7 +86,8 @@ def file_flags(data: Mapping[str, Any]) -> dict[str, Any]:
     """Flag names read from a pipeline file, with ``"none"`` made None where the option may be None (``stemmer =
     "none"``, as ``--stemmer none``): TOML has no null."""
     types = {**option_types("chunker"), **option_types("retriever"),
-             **{RERANK_PREFIX + k: t for k, t in option_types("reranker").items()}}
+             **{RERANK_PREFIX + k: t for k, t in option_types("reranker").items()},
+             **{STRATEGY_PREFIX + k: t for k, t in option_types("strategy").items()}}
     out = {}
     for k, v in data.items():
         name = ALIASES.get(str(k).replace("-", "_"), str(k).replace("-", "_"))
@@ -140,7 +143,7 @@ def option_owners(stage: str) -> dict[str, list[str]]:
 
 def option_types(stage: str) -> dict[str, Any]:
     """Option name -> annotation (the first entry that declares it)."""
-    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS}[stage]
+    registry = {"chunker": CHUNKERS, "retriever": RETRIEVERS, "reranker": RERANKERS, "strategy": STRATEGIES}[stage]
     out: dict[str, Any] = {}
     for entry in registry:
         if entry.config is not None:
@@ -174,6 +177,9 @@ class PipelineConfig(Config):
     spelling inside the name (``st:MODEL|query_prefix=query: ``) is read into them.
     ``chunker="auto"`` is resolved per corpus by :meth:`resolved` (sections for markdown, whole
     documents otherwise). ``filter`` is a query-time metadata filter (sweeps may vary it; stores refuse it).
+    ``strategy`` (with ``strategy_options``) is how a question becomes searches (:data:`ragtune.registry.STRATEGIES`:
+    ``single``, the default, is one search and adds nothing to :meth:`to_dict`, so keys made before strategies
+    existed are unchanged); it applies at query time, like the reranker.
     """
 
     chunker: str = "auto"
@@ -187,6 +193,8 @@ class PipelineConfig(Config):
     rerank_options: tuple[tuple[str, Any], ...] = ()
     candidates: int = 50
     filter: str | None = None
+    strategy: str = DEFAULT_STRATEGY
+    strategy_options: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         set_ = lambda k, v: object.__setattr__(self, k, v)  # noqa: E731 - frozen dataclass normalisation
@@ -200,7 +208,7 @@ class PipelineConfig(Config):
             raise ConfigError(f"filter must be an expression string like 'dir=billing', got {self.filter!r}")
         if isinstance(self.candidates, bool) or not isinstance(self.candidates, int) or self.candidates < 1:
             raise ConfigError(f"candidates must be an integer >= 1, got {self.candidates!r}")
-        for name in ("chunker_options", "retriever_options", "rerank_options", "embedder_options"):
+        for name in ("chunker_options", "retriever_options", "rerank_options", "embedder_options", "strategy_options"):
             set_(name, _items(getattr(self, name)))
 
         retriever = RETRIEVERS.get(self.retriever)
@@ -233,6 +241,7 @@ class PipelineConfig(Config):
             from ..retrieve.filters import parse_filter
 
             parse_filter(self.filter)
+        set_("strategy_options", _items(_minimal(STRATEGIES.get(self.strategy), dict(self.strategy_options), {})))
 
     # -- typed stage configs ------------------------------------------------------------------------------------
     def chunker_config(self, corpus_kind: str | None = None):
@@ -256,6 +265,14 @@ class PipelineConfig(Config):
 
     def reranker_config(self):
         return RERANKERS.config(self.rerank, dict(self.rerank_options)) if self.rerank else None
+
+    def strategy_config(self):
+        return STRATEGIES.config(self.strategy, dict(self.strategy_options))
+
+    @property
+    def multi_step(self) -> bool:
+        """A strategy other than one search of the question (:data:`DEFAULT_STRATEGY`)."""
+        return self.strategy != DEFAULT_STRATEGY
 
     @property
     def uses_embedder(self) -> bool:
@@ -330,6 +347,8 @@ class PipelineConfig(Config):
             retriever = engine_retriever(f.pop("engine"), retriever)
         f.pop("engine", None)
         rerank = f.pop("rerank", None) or None
+        strategy = f.pop("strategy", None) or DEFAULT_STRATEGY
+        s_entry, s_types = STRATEGIES.get(strategy), option_types("strategy")
         top = {k: f.pop(k) for k in ("prefix", "embedder", "candidates", "filter") if k in f}
         eopts = {k: f.pop(k) for k in EMBEDDER_KEYS if k in f}
         if "rerank_model" in f:
@@ -338,7 +357,7 @@ class PipelineConfig(Config):
         r_types = option_types("reranker")
         c_entry = CHUNKERS.get(chunker) if chunker != "auto" and isinstance(chunker, str) else None
         r_entry = RETRIEVERS.get(retriever)
-        copts, ropts, xopts, problems = {}, {}, {}, []
+        copts, ropts, xopts, sopts, problems = {}, {}, {}, {}, []
         for k, v in f.items():
             if c_entry is not None and k in c_entry.options and k not in ("prefix", "embedder"):
                 copts[k] = v
@@ -350,6 +369,13 @@ class PipelineConfig(Config):
                         problems.append(f"{k} needs a reranker (rerank = embedding or cross-encoder)")
                     continue
                 xopts[k[len(RERANK_PREFIX):]] = v
+            elif k.startswith(STRATEGY_PREFIX) and k[len(STRATEGY_PREFIX):] in s_types:
+                if k[len(STRATEGY_PREFIX):] in s_entry.options:
+                    sopts[k[len(STRATEGY_PREFIX):]] = v
+                elif strict:
+                    takers = [e.name for e in STRATEGIES if k[len(STRATEGY_PREFIX):] in e.options]
+                    problems.append(f"{k} does not apply to strategy {s_entry.name} (it applies to strategies "
+                                    f"{', '.join(takers)})")
             elif k in c_owners or k in r_owners:
                 if strict:
                     which = (f"chunkers {', '.join(c_owners[k])}" if k in c_owners
@@ -363,14 +389,15 @@ class PipelineConfig(Config):
                     problems.append(f"{k} does not apply to {mine} (it applies to {which})")
             else:
                 valid = sorted({*PIPELINE_KEYS, *EMBEDDER_KEYS, *c_owners, *r_owners,
-                                *(RERANK_PREFIX + t for t in r_types)})
+                                *(RERANK_PREFIX + t for t in r_types), *(STRATEGY_PREFIX + t for t in s_types)})
                 problems.append(f"unknown option {k!r}{did_you_mean(k, valid)}; valid: {', '.join(valid)}")
         if problems:
             raise ConfigError("; ".join(problems))
         return cls(chunker=chunker, prefix=top.get("prefix"), chunker_options=_items(copts), retriever=retriever,
                    retriever_options=_items(ropts), embedder=top.get("embedder", DEFAULT_EMBEDDER),
                    embedder_options=_items({k: v for k, v in eopts.items() if v is not None}), rerank=rerank,
-                   rerank_options=_items(xopts), candidates=top.get("candidates", 50), filter=top.get("filter") or None)
+                   rerank_options=_items(xopts), candidates=top.get("candidates", 50), filter=top.get("filter") or None,
+                   strategy=strategy, strategy_options=_items(sopts))
 
     def to_dict(self) -> dict[str, Any]:
         """Flat flag names: what grids, CLI flags and manifests use; :meth:`from_dict` reads it back."""
@@ -384,6 +411,8 @@ class PipelineConfig(Config):
                      candidates=self.candidates)
         if self.filter:
             d["filter"] = self.filter
+        if self.multi_step or self.strategy_options:  # one search (the default) adds nothing: keys stay as they were
+            d.update(strategy=self.strategy, **{STRATEGY_PREFIX + k: v for k, v in self.strategy_options})
         return d
 
 
@@ -435,9 +464,10 @@ class PipelineConfig(Config):
         return cls.from_flags(read_pipeline_flags(path))
 
     def index_config(self) -> "PipelineConfig":
-        """This configuration without what applies at query time (reranker, candidates, filter): what an index
-        store version holds."""
-        return replace(self, rerank=None, rerank_options=(), candidates=50, filter=None)
+        """This configuration without what applies at query time (reranker, candidates, filter, strategy): what an
+        index store version holds."""
+        return replace(self, rerank=None, rerank_options=(), candidates=50, filter=None, strategy=DEFAULT_STRATEGY,
+                       strategy_options=())
 
     @property
     def key(self) -> str:
@@ -480,5 +510,8 @@ class PipelineConfig(Config):
         label = "-".join(chunk) + "/" + "-".join(first)
         if self.rerank:
             label += f"+{self.rerank}@{self.candidates}"
+        if self.multi_step or self.strategy_options:
+            label += ">>" + "-".join([self.strategy, *(f"{k}={value(v)}" for k, v in ordered(
+                STRATEGIES, self.strategy, self.strategy_options))])
         return label + (f" [{self.filter}]" if self.filter else "")
 

@@ -35,9 +35,13 @@ def warm_up(component: Any) -> None:
         fn()
 
 
-def search(retriever: Retriever, query: str, k: int, filters: Any = None) -> Ranking:
+def search(retriever: Retriever, query: str, k: int, filters: Any = None, history: Any = ()) -> Ranking:
     """``retriever.search``, passing ``filters`` only when there are some, so retrievers written
-    against the plain ``search(query, k)`` signature keep working unfiltered."""
+    against the plain ``search(query, k)`` signature keep working unfiltered. ``history`` (the questions of the
+    earlier turns of a conversation) goes only to a retriever that declares ``uses_history`` (a strategy's,
+    :class:`ragtune.retrieve.strategies.StrategyRetriever`); every other one searches the question alone."""
+    if history and getattr(retriever, "uses_history", False):
+        return retriever.search(query, k=k, filters=filters, history=tuple(history))  # type: ignore[call-arg]
     if filters is None:
         return retriever.search(query, k=k)
     return retriever.search(query, k=k, filters=filters)

@@ -9,7 +9,8 @@ from typing import Any
 
 from ..corpus.corpus import Corpus
 from ..errors import ConfigError, ParameterError
-from ..pipeline import RERANK_PREFIX, Pipeline, PipelineConfig, Resources, build_pipeline
+from ..pipeline import RERANK_PREFIX, STRATEGY_PREFIX, Pipeline, PipelineConfig, Resources, build_pipeline, \
+    build_strategy
 from ..registry import RERANKERS
 from .build import load_pipeline
 from .store import IndexStore
@@ -22,7 +23,7 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
                   credentials: Mapping[str, str] | None = None) -> Pipeline:
     """The pipeline ``flags`` describe, built over ``corpus`` (a path or :class:`Corpus`), or loaded from an index
     ``store`` (path), whose version fixes chunking, retrieval and the embedder: options contradicting it are
-    refused, a reranker (``rerank``, ``rerank_*``) may be added. ``credentials``: an outside engine's secret
+    refused, a reranker (``rerank``, ``rerank_*``) and a strategy (``strategy``, ``strategy_*``) may be added. ``credentials``: an outside engine's secret
     (``{"milvus": token}``), handed to its client, never part of the configuration."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     if version and not store:
@@ -42,7 +43,8 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
     milvus_uri = flags.pop("milvus_uri", None)  # the version's Milvus reached by another address
     if flags.get("engine") == "milvus":  # says what the version already says
         flags.pop("engine")
-    index_keys = [k for k in flags if k != "rerank" and not k.startswith(RERANK_PREFIX)]
+    index_keys = [k for k in flags if k not in ("rerank", "strategy") and not k.startswith((RERANK_PREFIX,
+                                                                                            STRATEGY_PREFIX))]
     if index_keys and not _restates(IndexStore(store), version, {k: flags[k] for k in index_keys}):
         raise ParameterError("with {}, chunking, retrieval and the embedder come from the stored version; drop {} "
                              "(or build a new version with `ragtune index build`)", "store", index_keys)
@@ -52,8 +54,10 @@ def open_pipeline(*, corpus: Any = None, store: Any = None, version: str | None 
     if not flags:
         return p
     cfg = PipelineConfig.from_flags({**(p.config.to_dict() if p.config else {}), **flags, "candidates": candidates})
-    reranked = p.with_reranker(RERANKERS.build(cfg.rerank, options=cfg.reranker_config()), candidates)
-    return dataclasses.replace(reranked, config=cfg)  # what eval records: the version's configuration, reranked
+    reranker = RERANKERS.build(cfg.rerank, options=cfg.reranker_config()) if cfg.rerank else None
+    strategy = build_strategy(p.corpus, cfg, p.parents or p.chunks)
+    # what eval records: the version's configuration, reranked, searched by the strategy
+    return dataclasses.replace(p.with_reranker(reranker, candidates), config=cfg, strategy=strategy)
 
 
 def _restates(store: IndexStore, version: str | None, given: Mapping[str, Any]) -> bool:
