@@ -5,7 +5,9 @@ docs with ``openinference-instrumentation-llama-index`` recording it into an ``I
 are scored in Python, from a file of the SDK's span JSON and from OTLP JSON encoded by OpenTelemetry's own OTLP
 encoder, by ``ragtune eval --run``: every way gives, question by question, the figures the same retriever gives
 through ``evaluate_llamaindex`` (``evaluate_retriever``). An agent's trace of several searches keeps each search;
-a fusion retriever's sub-retrievals are part of its one search; malformed files are one-line errors.
+a fusion retriever's sub-retrievals are part of its one search; a LangChain retriever recorded by
+``openinference-instrumentation-langchain`` scores as through ``evaluate_langchain``; malformed files are one-line
+errors.
 """
 
 import json
@@ -140,6 +142,37 @@ def test_a_fusion_retrievers_sub_retrievals_are_part_of_its_one_search(recorded)
     (trace,) = traces_from_spans(spans_of(exporter))
     assert len(trace.searches) == 1 and trace.question == golden.items[1].q
     assert [h["text"] for h in trace.searches[0][1]] == [n.node.get_content() for n in found]
+
+
+def test_spans_of_the_langchain_instrumentation_score_as_the_langchain_adapter(bundled, minilm):  # noqa: F811
+    pytest.importorskip("openinference.instrumentation.langchain")
+    from langchain_core.vectorstores import InMemoryVectorStore
+    from openinference.instrumentation.langchain import LangChainInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragtune.external.langchain import RagtuneEmbeddings, evaluate_langchain
+    from tests.external.test_frameworks import langchain_documents
+
+    root, corpus, golden = bundled
+    store = InMemoryVectorStore(RagtuneEmbeddings(minilm))
+    store.add_documents(langchain_documents(root))
+    retriever = store.as_retriever(search_kwargs={"k": TOP})
+    via_adapter = evaluate_langchain(retriever, golden, corpus=corpus, ks=KS)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = LangChainInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for item in golden:
+            retriever.invoke(item.q)
+    finally:
+        instrumentor.uninstrument()
+    result = evaluate_spans(exporter, golden, corpus=corpus, ks=KS)
+    assert per_question(result) == per_question(via_adapter)
+    assert result.matching["matched"] == TOP * len(golden)
 
 
 @pytest.mark.parametrize("content, message", [
