@@ -172,6 +172,66 @@ def test_calibrate_writes_the_gate_and_eval_answers_applies_it(tmp_path, capsys)
     assert "not a learned gate file" in capsys.readouterr().err
 
 
+def test_answer_takes_the_learned_gate_file_as_eval_does(tmp_path, capsys):
+    """answer --gate FILE refused a learned gate file (a number only) while eval --answers --gate FILE took it: now
+    answer reads it, binds it to its pipeline and refuses exactly the questions the bound gate refuses."""
+    root = write_files(tmp_path / "docs", DOCS)
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS])
+    gate_file = tmp_path / "gate.json"
+    base = ["--corpus", str(root), "--retriever", "bm25"]
+    assert main(["calibrate", *base, "--golden", str(golden), "--learned", str(gate_file)]) == 0
+    gate = load_gate(gate_file)
+    p = open_pipeline(corpus=str(root), flags={"retriever": "bm25"})
+    bound = gate.bind(p.retriever, p.corpus)
+    refused_by_gate = {q: not bound.allows(p.retriever.search(q, k=5)) for _, q, _ in QUESTIONS}
+    assert any(refused_by_gate.values()) and not all(refused_by_gate.values())  # the test can tell both ways
+    capsys.readouterr()
+    for q, refused in refused_by_gate.items():
+        assert main(["answer", *base, q, "--gate", str(gate_file), "--json", "--no-log"]) == 0
+        ans = json.loads(capsys.readouterr().out)
+        assert (ans["reason"] == "gate") == refused, q
+    # the same one-line refusals as eval: other contexts, another pipeline, a file that is no gate
+    assert main(["answer", *base, "-k", "3", QUESTIONS[0][1], "--gate", str(gate_file), "--no-log"]) == 2
+    err = capsys.readouterr().err
+    assert "fitted on the top 5 contexts, answers use 3" in err and len(err.strip().splitlines()) == 1
+    assert main(["answer", *base, "--chunker", "document", QUESTIONS[0][1], "--gate", str(gate_file), "--no-log"]) == 2
+    assert "fitted on the pipeline section-prefix/bm25" in capsys.readouterr().err
+    assert main(["answer", *base, QUESTIONS[0][1], "--gate", str(tmp_path / "none.json"), "--no-log"]) == 2
+    assert "not found; fit one with calibrate" in capsys.readouterr().err
+    assert main(["answer", *base, QUESTIONS[6][1], "--gate", "1e9", "--json", "--no-log"]) == 0  # still a number
+    assert json.loads(capsys.readouterr().out)["reason"] == "gate"
+
+
+def test_serve_takes_the_learned_gate_file_and_binds_it_to_the_version_served(tmp_path):
+    pytest.importorskip("fastapi")
+    from fastapi.testclient import TestClient
+
+    from ragtune.serve.app import create_app
+    from ragtune.serve.run import _gate_setting
+
+    root = write_files(tmp_path / "docs", DOCS)
+    golden = write_jsonl(tmp_path / "g.jsonl", [{"id": i, "q": q, "relevant": r} for i, q, r in QUESTIONS])
+    store, gate_file = tmp_path / "store", tmp_path / "gate.json"
+    assert main(["index", "build", "--store", str(store), "--corpus", str(root), "--retriever", "bm25"]) == 0
+    assert main(["calibrate", "--store", str(store), "--golden", str(golden), "--learned", str(gate_file)]) == 0
+    p = open_pipeline(store=str(store))
+    bound = load_gate(gate_file).bind(p.retriever, p.corpus)
+    client = TestClient(create_app(str(store), gate=str(gate_file)), base_url="http://127.0.0.1")
+    seen = set()
+    for _, q, _ in QUESTIONS:
+        r = client.post("/answer", json={"query": q})
+        assert r.status_code == 200
+        refused = not bound.allows(p.retriever.search(q, k=5))
+        assert (r.json()["reason"] == "gate") == refused, q
+        seen.add(refused)
+    assert seen == {True, False}
+    r = client.post("/answer", json={"query": QUESTIONS[0][1], "k": 3})  # the gate was fitted on the top 5
+    assert r.status_code == 400 and "fitted on the top 5 contexts, answers use 3" in r.json()["detail"]
+    assert _gate_setting("2.5") == 2.5 and _gate_setting(str(gate_file)) == str(gate_file.resolve())
+    with pytest.raises(ConfigError, match="not found; fit one with calibrate"):
+        _gate_setting(str(tmp_path / "missing.json"))  # before the server starts
+
+
 def test_where_the_other_signals_are_noise_the_gate_keeps_the_top_score_alone():
     rng = np.random.default_rng(5)
     y = np.zeros(120, dtype=bool)

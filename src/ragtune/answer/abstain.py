@@ -54,9 +54,9 @@ from ..errors import ConfigError
 from ..types import Ranking
 from .gate import calibrate_threshold
 
-__all__ = ["FEATURES", "GateComparison", "GoldenFeatures", "LearnedGate", "TermStats", "calibrate_learned",
-           "compare_gates", "cross_validate", "fit_logistic", "gate_figures", "golden_features", "load_gate",
-           "precision_at_recall", "question_features", "stratified_folds"]
+__all__ = ["FEATURES", "GateComparison", "GoldenFeatures", "LearnedGate", "TermStats", "answer_gate",
+           "calibrate_learned", "compare_gates", "cross_validate", "fit_logistic", "gate_figures", "golden_features",
+           "load_gate", "precision_at_recall", "question_features", "stratified_folds"]
 
 FEATURES = ("top_score", "margin", "agreement", "rare_terms", "term_coverage", "sections", "documents")
 FORMAT = "ragtune-learned-gate"
@@ -241,9 +241,10 @@ class LearnedGate:
         s = z @ np.asarray(self.weights) + self.intercept
         return float(s) if np.ndim(s) == 0 else s
 
-    def bind(self, retriever: Any, corpus: Any, *, filters: Any = None) -> "BoundGate":
-        """This gate over ``retriever`` and ``corpus``: an object with ``allows(ranking)``, as ConfidenceGate."""
-        extract = _Extractor(retriever, corpus, k=self.k, rare_share=self.rare_share, filters=filters)
+    def bind(self, retriever: Any, corpus: Any, *, filters: Any = None, stats: TermStats | None = None) -> "BoundGate":
+        """This gate over ``retriever`` and ``corpus``: an object with ``allows(ranking)``, as ConfidenceGate.
+        ``stats``: the corpus's :class:`TermStats` when the caller keeps them (computed from ``corpus`` otherwise)."""
+        extract = _Extractor(retriever, corpus, k=self.k, rare_share=self.rare_share, filters=filters, stats=stats)
         if "agreement" in self.features and extract.stages is None:
             raise ConfigError("this learned gate uses the agreement of BM25 and dense retrieval, fitted on a hybrid "
                               f"pipeline ({self.pipeline or 'unknown'}); use it with that pipeline or refit it on "
@@ -317,6 +318,40 @@ def load_gate(path: str | Path) -> LearnedGate:
         raise ConfigError(f"learned gate file {p} is not readable JSON ({exc}); fit it again with calibrate"
                           ) from None
     return LearnedGate.from_dict(data, where=str(p))
+
+
+def answer_gate(gate: Any, retriever: Any, corpus: Any, *, k: int, filters: Any = None,
+                stats: TermStats | None = None, pipeline: str | None = None) -> Any:
+    """The gate :func:`~ragtune.answer.answer_question` applies, from what a user gives: None (no gate); a number
+    or its text, the top-score threshold (a :class:`~ragtune.answer.gate.ConfidenceGate`, within +-1e12); a
+    ConfidenceGate or another object with ``allows(ranking)`` as it is; a :class:`LearnedGate`, or the path of its
+    file (read with :func:`load_gate`), bound to ``retriever`` and ``corpus`` (``stats``: the corpus's
+    :class:`TermStats` when the caller keeps them). A learned gate answers from the top ``k`` contexts and on the
+    ``pipeline`` (a configuration's label) it was fitted on: another ``k`` or pipeline is a ConfigError."""
+    from ..config import parse_number
+    from .gate import ConfidenceGate
+
+    if gate is None or hasattr(gate, "allows"):
+        return gate
+    if isinstance(gate, (int, float, str)) and not isinstance(gate, bool):
+        try:
+            float(gate)
+        except ValueError:
+            gate = load_gate(gate)
+        else:
+            return ConfidenceGate(parse_number(gate, float, -1e12, 1e12))
+    if isinstance(gate, Path):
+        gate = load_gate(gate)
+    if not isinstance(gate, LearnedGate):
+        raise ConfigError(f"gate: give a score threshold, a LearnedGate or the path of its file; got "
+                          f"{type(gate).__name__}")
+    if gate.pipeline and pipeline and gate.pipeline != pipeline:
+        raise ConfigError(f"the learned gate was fitted on the pipeline {gate.pipeline}, this one is {pipeline}: "
+                          "use the options it was fitted with, or refit it on this one with calibrate")
+    if gate.k != k:
+        raise ConfigError(f"the learned gate was fitted on the top {gate.k} contexts, answers use {k}: answer "
+                          f"with k={gate.k} or refit the gate with k={k}")
+    return gate.bind(retriever, corpus, filters=filters, stats=stats)
 
 
 class BoundGate:

@@ -16,7 +16,7 @@ from .base import Generator
 from ..errors import ConfigError
 from ..config import Opt
 from .gate import ConfidenceGate, cross_validated_gates, threshold_text, top_score
-from .abstain import LearnedGate
+from .abstain import LearnedGate, answer_gate
 
 __all__ = ["evaluate_answers", "estimate_answer_cost", "answer_golden", "gate_text", "abstentions",
            "abstention_text"]
@@ -110,10 +110,7 @@ def evaluate_answers(retriever, golden: GoldenSet, corpus, generator: Generator,
         thresholds, info = cross_validated_gates([i.answerable for i in golden], scores, no_evidence, folds=folds)
         gates = [ConfidenceGate(t) if t is not None else None for t in thresholds]
     elif isinstance(gate, LearnedGate):
-        if gate.k != k:
-            raise ConfigError(f"the learned gate was fitted on the top {gate.k} contexts, answers use {k}: answer "
-                              f"with k={gate.k} or refit the gate with k={k}")
-        gates = [gate.bind(retriever, corpus, filters=filters)] * len(golden)  # type: ignore[list-item]
+        gates = [answer_gate(gate, retriever, corpus, k=k, filters=filters)] * len(golden)
         info = {"mode": "learned", "threshold": gate.threshold, "features": list(gate.features),
                 "pipeline": gate.pipeline}
     else:

@@ -141,7 +141,8 @@ def cmd_calibrate(args) -> int:
         cmp.gate.save(args.learned)
         data["learned"] = cmp.to_dict()
         text += (f"\n\n{cmp.to_text()}\n\nlearned gate written: {args.learned}\n"
-                 f"use it: ragtune eval ... --answers --gate {args.learned} (the same pipeline options and --answer-k {args.k})")
+                 f"use it: ragtune eval ... --answers --gate {args.learned} --answer-k {args.k}, ragtune answer ... -k "
+                 f"{args.k} --gate {args.learned}, ragtune serve ... --gate {args.learned} (the same pipeline options)")
     if args.report:
         write_gate_report(args.report, cal, retriever=pipeline.retriever.name, log=log)
     emit(args, json_finite({**data, **({"unanswerable_share_from": log} if log else {})}), text)

@@ -6,7 +6,7 @@ import os
 import sys
 
 from .render import render_answer, render_search
-from ._common import K, add_output, add_pipeline_flags, emit, filters, finite_float, load_pipeline
+from ._common import K, add_output, add_pipeline_flags, emit, filters, load_pipeline
 
 
 def cmd_search(args) -> int:
@@ -20,13 +20,15 @@ def cmd_search(args) -> int:
 
 
 def cmd_answer(args) -> int:
-    from ..answer import ConfidenceGate, answer_question, make_generator
+    from ..answer import answer_question, make_generator
+    from ..answer.abstain import answer_gate
     from ..serve.telemetry import answer_log_fields, log_answer
 
     generator, flt = make_generator(args.generator), filters(args)
     pipeline = load_pipeline(args)
-    ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, filters=flt,
-                                   gate=ConfidenceGate(args.gate) if args.gate is not None else None,
+    gate = answer_gate(args.gate, pipeline.retriever, pipeline.corpus, k=args.k, filters=flt,
+                       pipeline=getattr(pipeline.config, "label", None))  # a threshold, or a learned gate's file
+    ans, ranking = answer_question(pipeline.retriever, args.query, generator, k=args.k, filters=flt, gate=gate,
                                    documents=pipeline.corpus)
     emit(args, ans.to_dict(), render_answer(ans))  # the answer first: the log can never cost it
     log_path = None if args.no_log else (args.log or (os.path.join(args.store, "telemetry.sqlite") if args.store else None))
@@ -44,6 +46,7 @@ def add(sub) -> None:
         add_output(p)
         p.set_defaults(func=func)
     p.add_argument("--generator", default="extractive", help="extractive (offline), anthropic[:model], openai:<model>")
-    p.add_argument("--gate", type=finite_float, help="answer not_found below this top retrieval score (see calibrate)")
+    p.add_argument("--gate", metavar="T|FILE", help="answer not_found below this top retrieval score (see calibrate), "
+                   "or by a learned gate: the JSON file calibrate --learned FILE wrote")
     p.add_argument("--log", help="telemetry log to append to (default with --store: STORE/telemetry.sqlite)")
     p.add_argument("--no-log", action="store_true", dest="no_log", help="do not log the answer")

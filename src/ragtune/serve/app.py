@@ -476,11 +476,14 @@ def _valid_text(name: str, v: str) -> None:
 
 
 def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | None = None, generator: str = "extractive",
-               gate: float | None = None, docs: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
+               gate: Any = None, docs: bool = False, max_body_bytes: int = MAX_BODY_BYTES,
                telemetry=None, holder: PipelineHolder | None = None, host: str | None = "127.0.0.1",
                pipeline: Any = None):
     """The FastAPI app over the store at ``store_dir``.
 
+    ``gate``: the gate of /answer: a top-score threshold, or a learned gate (a
+    :class:`~ragtune.answer.abstain.LearnedGate` or the path of the file calibrate wrote), bound to each version
+    served (its term statistics computed once per version); a request whose ``k`` is not the gate's is a 400.
     ``pipeline``: the :class:`~ragtune.pipeline.PipelineConfig` of ``serve --config FILE`` (a mapping of flag
     names, as in the workers' settings, is read with ``from_dict``): it must describe each version served, and
     its reranker reranks every search.
@@ -505,7 +508,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         raise MissingDependencyError("the server needs: pip install 'ragtune[serve]'") from None
     models = _request_models()
 
-    from ..answer import ConfidenceGate, answer_question, make_generator
+    from ..answer import answer_question, make_generator
     from ..store import IndexStore
     from .telemetry import TelemetryWriter
 
@@ -516,7 +519,7 @@ def create_app(store_dir: str, *, api_key: str | None = None, log_path: str | No
         pipeline = PipelineConfig.from_dict(pipeline)
     holder = holder or PipelineHolder(store, loader=serving_loader(store, pipeline) if pipeline is not None else None)
     gen = _GuardedGenerator(make_generator(generator))
-    gate_ = ConfidenceGate(gate) if gate is not None else None
+    gate_ = serve_gate(gate)
     writer = telemetry if telemetry is not None else TelemetryWriter(log_path)
     state = _ServeState(store=store, holder=holder, writer=writer, log_path=log_path, models=models,
                         errors=_error_docs(models, max_body_bytes, api_key), check_key=_key_check(api_key),
@@ -665,6 +668,20 @@ def _key_check(api_key: str | None):
     return check_key
 
 
+def serve_gate(gate: Any) -> Any:
+    """The gate ``serve --gate`` gives: None; a number (or its text), a top-score threshold (a ConfidenceGate);
+    a :class:`~ragtune.answer.abstain.LearnedGate`, or the path of its file (read now: a missing or malformed
+    file is a ConfigError before the server starts)."""
+    from ..answer.abstain import LearnedGate, answer_gate, load_gate
+
+    if isinstance(gate, (str, os.PathLike)):
+        try:
+            float(gate)
+        except ValueError:
+            return load_gate(gate)  # bound per version served, by _ServeState.gate_for
+    return gate if isinstance(gate, LearnedGate) else answer_gate(gate, None, None, k=0)
+
+
 class _ServeState:
     """What the routes of one app share: the store and its holder, the telemetry writer, the models, the
     documented errors, the key check, and the generator and gate of /answer."""
@@ -674,6 +691,21 @@ class _ServeState:
         self.store, self.holder, self.writer, self.log_path = store, holder, writer, log_path
         self.models, self.errors, self.check_key = models, errors, check_key
         self.gen, self.gate, self.answer_question = gen, gate, answer_question
+        self._stats: dict[str, Any] = {}  # version -> the learned gate's term statistics of its corpus
+
+    def gate_for(self, version: str, pipeline: Any, k: int, filters: Any) -> Any:
+        """The gate of one /answer request: the threshold as it is; a learned gate bound to the version served
+        (refused, as a ConfigError, for a version of another pipeline than it was fitted on or another ``k``)."""
+        from ..answer.abstain import LearnedGate, TermStats, answer_gate
+
+        if not isinstance(self.gate, LearnedGate):
+            return self.gate
+        stats = self._stats.get(version)
+        if stats is None:
+            stats = TermStats.from_corpus(pipeline.corpus)
+            self._stats = {version: stats}  # the version served now; an earlier one is dropped
+        return answer_gate(self.gate, pipeline.retriever, pipeline.corpus, k=k, filters=filters, stats=stats,
+                           pipeline=getattr(getattr(pipeline, "config", None), "label", None))
 
 
 def _add_error_handlers(app, fields: str) -> None:
@@ -800,9 +832,9 @@ def _add_query_routes(app, st: _ServeState) -> None:
         response.headers["X-Ragtune-Worker"] = str(os.getpid())
         version, pipeline = holder.get()
         t0 = time.perf_counter()
-        ans, ranking = _run_request(lambda: st.answer_question(pipeline.retriever, req.query, st.gen, k=req.k,
-                                                               gate=st.gate, filters=req.filters,
-                                                               documents=pipeline.corpus))
+        ans, ranking = _run_request(lambda: st.answer_question(
+            pipeline.retriever, req.query, st.gen, k=req.k, gate=st.gate_for(version, pipeline, req.k, req.filters),
+            filters=req.filters, documents=pipeline.corpus))
         latency = (time.perf_counter() - t0) * 1000
         st.writer.submit(query=req.query, outcome=ans.outcome, reason=ans.reason, version=version,  # never blocks
                          filters=req.filters, latency_ms=latency, source="server",

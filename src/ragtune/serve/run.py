@@ -22,8 +22,9 @@ def run_server(
     insecure_no_key: Annotated[bool, Opt("allow listening beyond this machine without a key")] = False,
     log_path: Annotated[str | None, Opt("telemetry log (default STORE/telemetry.sqlite)", flag="--log")] = None,
     generator: Annotated[str, Opt("extractive (offline), anthropic[:model], openai:<model>")] = "extractive",
-    gate: Annotated[float | None, Opt("answer not_found below this top retrieval score (see calibrate)",
-                                      lo=-1e12, hi=1e12)] = None,
+    gate: Annotated[float | str | None, Opt("answer not_found below this top retrieval score (see calibrate), "
+                                            "or by a learned gate: the JSON file calibrate --learned FILE wrote",
+                                            metavar="T|FILE")] = None,
     docs: Annotated[bool, Opt("serve the OpenAPI page at /docs (its assets load from a CDN)")] = False,
     workers: Annotated[int, Opt("server processes sharing the port (each loads the current version; a Milvus "
                                 "version is searched in Milvus, with no copy per process)", lo=1, hi=256)] = 1,
@@ -69,6 +70,7 @@ def run_server(
         except TelemetryError as e:
             raise ConfigError(str(e)) from None
     pipeline = serving_config(store, config) if config else None
+    gate = _gate_setting(gate)
     if warning:
         print(warning, file=sys.stderr)
     os.environ[LIMITS_ENV] = json.dumps({"max_connections": max_connections, "request_timeout": request_timeout})
@@ -104,6 +106,22 @@ def run_server(
     # a worker loading a model may not answer uvicorn's health ping for a while: give it a minute, not 5 s
     uvicorn.run("ragtune.serve.app:app_from_env", factory=True, host=host, port=port, workers=workers,
                 timeout_worker_healthcheck=60, **guard)
+
+
+def _gate_setting(gate: float | str | None) -> float | str | None:
+    """``--gate``: a number (a top-score threshold, within +-1e12), or a learned gate file, read now so that a bad
+    one stops the server before it starts, and passed on by its absolute path (workers read it again)."""
+    from ..answer.abstain import load_gate
+    from ..config import parse_number
+
+    if gate is None or isinstance(gate, (int, float)):
+        return gate
+    try:
+        float(gate)
+    except ValueError:
+        load_gate(gate)
+        return os.path.abspath(gate)
+    return parse_number(gate, float, -1e12, 1e12)
 
 
 def serving_config(store: str, path: str):
