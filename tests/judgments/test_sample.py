@@ -135,3 +135,62 @@ def test_hole_relevance_is_known_where_judged_and_the_cell_share_shrunk_to_the_s
         mine = cell.get((h.question, h.stratum), [])
         expected = judged[h.question][h.anchor] if h.sampled else (sum(mine) + SHRINK * rate[h.stratum]) / (len(mine) + SHRINK)
         assert p[h.question][h.anchor] == pytest.approx(expected)
+
+
+def questions_apart(n_questions=20, seed=0):
+    """As :func:`synthetic_pool`, but questions differ: each question's chance of a relevant hole is the depth's
+    times a factor of 0.1, 0.5, 1 or 2.5 (some questions have almost none, others many)."""
+    rng = np.random.default_rng(seed)
+    spec = {}
+    for qi in range(n_questions):
+        q = f"q{qi}"
+        base = f"{q}/base"
+        ranking = [f"{q}/h{r}" for r in range(10)]
+        ranking[int(rng.integers(0, 10))] = base
+        others = [f"{q}/o{j}" for j in range(int(rng.integers(2, 9)))]
+        holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base]
+        holes += [(a, int(rng.integers(1, 25))) for a in others]
+        factor = rng.choice([0.1, 0.5, 1.0, 2.5])
+        truth = {a: float(rng.random() < min(0.95, factor * (0.4 if r <= 3 else 0.2 if r <= 10 else 0.08)))
+                 for a, r in holes}
+        spec[q] = (base, ranking, holes, truth)
+    return spec
+
+
+def judge_drawn(spec, sample):
+    judged = {}
+    for h in sample.holes:
+        if h.sampled:
+            judged.setdefault(h.question, {})[h.anchor] = spec[h.question][3][h.anchor]
+    return judged
+
+
+def test_precision_keeps_an_interval_when_no_draw_the_run_retrieved_is_relevant():
+    # every hole relevant but none drawn relevant: the judged draws say 0, the holes the run retrieved may not be
+    spec = synthetic_pool(6, seed=3)
+    holes = holes_of(spec)
+    sample = draw_sample(holes, 16, seed=0)
+    judged = {q: {a: 0.0 for a in anchors} for q, anchors in
+              {h.question: [x.anchor for x in sample.holes if x.sampled and x.question == h.question]
+               for h in sample.holes if h.sampled}.items()}
+    est = estimate_metrics(*evaluation(spec, judged), sample)
+    for k in (5, 10):
+        i = est[f"precision@{k}"]
+        assert i.high - i.low > 0.01, (k, i)  # the design variance alone is 0 here: a point, not an interval
+
+
+def test_intervals_cover_when_questions_differ_and_a_tenth_of_the_holes_is_judged():
+    covered, n = {}, 0
+    for pool_seed in range(3):
+        spec = questions_apart(seed=pool_seed)
+        holes = holes_of(spec)
+        n_holes = sum(len(h) for h in holes.values())
+        true = {f"{m}@{k}": truth(spec, k)[j] for k in (5, 10) for j, m in enumerate(("recall", "precision"))}
+        for seed in range(40):
+            sample = draw_sample(holes, max(14, n_holes // 10), seed=seed)
+            est = estimate_metrics(*evaluation(spec, judge_drawn(spec, sample)), sample)
+            for m, t in true.items():
+                covered[m] = covered.get(m, 0) + (est[m].low <= t <= est[m].high)
+            n += 1
+    for m, c in covered.items():  # precision by the draws' spread alone: 111 of 120 (0.925)
+        assert c / n >= 0.94, (m, c / n)

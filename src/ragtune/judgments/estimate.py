@@ -19,8 +19,10 @@ unjudged hole's probability:
   anchor judged before the pool counts 1, one covering no hole of the pool counts as eval counts it, and one
   covering holes counts :math:`\\sum_{i \\in S} w_i y_i / \\pi_i` over the judged draws it covers
   (:math:`\\pi_i = m_h / N_h`; :math:`w_i = 1 / (1 + \\sum_{j \\ne i} p_j)` over the other holes it covers, so
-  that a chunk covering several relevant holes counts once); its variance is the stratified one, :math:`\\sum_h N_h^2 (1 - m_h/N_h) s_h^2 /
-  m_h` over each judged draw's contribution.
+  that a chunk covering several relevant holes counts once); its variance is the stratified one, :math:`\\sum_h N_h^2 (1 - m_h/N_h) S_h^2 /
+  m_h`, :math:`S_h^2` the spread of the judged draws' contributions, but never below what the stratum's smoothed
+  rate implies for the holes the run retrieved (drawn or not): a few draws often hold no relevant hole the run
+  retrieved, and their spread, 0, would make the interval a point.
 
 Each interval is the estimate :math:`\\pm 1.96` standard errors. Recall's variance is by linearisation in the
 unjudged holes' probabilities (:math:`d_i` the slope of the mean in :math:`p_i`): the stratum rates' sampling variance
@@ -208,6 +210,7 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     prob, cells, _ = _relevance(sample, golden)
     pi = {s: m / n for s, (n, m) in strata.items() if m}
     lin: dict[str, list[tuple[str, float]]] = {}  # precision: (stratum, z_i) per judged draw (Horvitz-Thompson)
+    spread: dict[str, dict[str, tuple[float, float]]] = {}  # precision: stratum -> (sum c_i, sum c_i^2), every hole
     holes = sample.by_question()
     questions = [q for q in questions_all if q.answerable and q.id in items]
     if not questions:
@@ -235,24 +238,29 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
             num = sum(1 for r in q.anchor_ranks.values() if r is not None and r <= k) + sum(p[a] for a in covered)
             d_r = {a: ((a in covered) / den - num / den**2) if den else 0.0 for a in unknown}
             _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q, unknown, d_r, p, cell)
-            value, times = 0.0, dict.fromkeys(draws_q, 0.0)
+            value, times, weight = 0.0, dict.fromkeys(draws_q, 0.0), {}
             for r, pooled, known in zip(top[:k], hit_all[:k], base_hit[:k]):
                 if known or not pooled:
                     value += 1.0 if known or r.get("relevant") else 0.0
                     continue
-                for a in pooled & set(draws_q):  # a chunk covering several relevant holes is one relevant rank:
-                    share = 1.0 / (1.0 + sum(prob[q.id].get(b, 0.0) for b in pooled if b != a))  # each its share
-                    times[a] += share
-                    value += share * draws_q[a][1] / pi[draws_q[a][0]]
+                for a in pooled:  # a chunk covering several relevant holes is one relevant rank: each its share
+                    share = 1.0 / (1.0 + sum(prob[q.id].get(b, 0.0) for b in pooled if b != a))
+                    weight[a] = weight.get(a, 0.0) + share / k / n_q
+                    if a in draws_q:
+                        times[a] += share
+                        value += share * draws_q[a][1] / pi[draws_q[a][0]]
             key = f"precision@{k}"
             est[key] = est.get(key, 0.0) + value / k / n_q
             lin.setdefault(key, []).extend((draws_q[a][0], draws_q[a][1] * t / k / n_q) for a, t in times.items())
+            for a, c in weight.items():  # every hole's weight, drawn or not: the model floor of the variance
+                c1, c2 = spread.setdefault(key, {}).get(every[a], (0.0, 0.0))
+                spread[key][every[a]] = (c1 + c, c2 + c * c)
     intervals = []
     for name in ESTIMATED:
         for k in ks:
             key = f"{name}@{k}"
             if name == "precision":
-                se = math.sqrt(_ht_variance(lin.get(key, []), strata))
+                se = math.sqrt(_ht_variance(lin.get(key, []), strata, spread.get(key, {}), rate))
             else:
                 se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s]
                                    for s, g in grad.get(key, {}).items()))
@@ -308,20 +316,30 @@ def _spread(p: float) -> float:
     return p * (1 - p)
 
 
-def _ht_variance(contrib: list[tuple[str, float]], strata: Mapping[str, tuple[int, int]]) -> float:
+def _ht_variance(contrib: list[tuple[str, float]], strata: Mapping[str, tuple[int, int]],
+                 spread: Mapping[str, tuple[float, float]], rates: Mapping[str, tuple[float, int]]) -> float:
     """Stratified without-replacement variance of a Horvitz-Thompson total of z: ``sum_h N_h^2 (1 - m_h/N_h)
-    s_h^2 / m_h``, with s_h^2 over the stratum's m_h judged draws (the draws not listed add z = 0)."""
+    S_h^2 / m_h``. S_h^2 is the larger of s_h^2 over the stratum's m_h judged draws (the draws not listed add
+    z = 0) and what the stratum's smoothed rate implies: with z_i = c_i y_i (c_i a hole's weight in the run's
+    top k, known for every hole, drawn or not, sums in ``spread``) and each y_i relevant with the smoothed rate
+    ``(x + 0.5) / (m + 1)``, the expected population variance ``(p sum c^2 - (p (1 - p) sum c^2 + p^2 (sum
+    c)^2) / N) / (N - 1)``. Few draws often hold no relevant hole the run retrieved: s_h^2 is then 0 and the
+    interval a point, though the unjudged holes the run retrieved may be relevant."""
     by: dict[str, list[float]] = {}
     for s, v in contrib:
         by.setdefault(s, []).append(v)
     var = 0.0
     for s, (n, m) in strata.items():
-        if m < 2 or m >= n:
+        if m < 1 or m >= n:
             continue
         zs = np.zeros(m)
         vals = by.get(s, [])
         zs[: len(vals)] = vals
-        var += n * n * (1 - m / n) * float(np.var(zs, ddof=1)) / m
+        x, _ = rates.get(s, (0.0, 0))
+        p = (x + 0.5) / (m + 1)
+        c1, c2 = spread.get(s, (0.0, 0.0))
+        model = max(0.0, p * c2 - (p * (1 - p) * c2 + p * p * c1 * c1) / n) / (n - 1)
+        var += n * n * (1 - m / n) * max(model, float(np.var(zs, ddof=1)) if m > 1 else 0.0) / m
     return var
 
 
