@@ -31,7 +31,7 @@ from ..errors import ConfigError, InputTooLargeError, MissingDependencyError, Ra
 from ..golden import GoldenItem
 from . import golden_file as gf
 from . import limits
-from .candidates import Candidates, question_terms
+from .candidates import Candidates, pool_query, question_terms
 from .golden_file import Conflict, GoldenFile, revision
 
 __all__ = ["Workbench", "create_app", "run_workbench", "start_warm_up", "WRITE_HEADER"]
@@ -74,11 +74,13 @@ class Workbench:
             status = "judged" if complete else "partly judged"
         return {"id": item.id, "q": item.q, "tags": list(item.tags), "status": status, "rev": revision(item),
                 "graded": graded, "pool": pool, "complete": complete, "authored": len(item.authored),
-                "added": len(item.added), "origin": item.draft.get("origin"), "asked": item.draft.get("asked")}
+                "added": len(item.added), "origin": item.draft.get("origin"), "asked": item.draft.get("asked"),
+                "conversation": item.conversation, "turn": item.turn, "history": list(item.history),
+                "evidence": [list(g) for g in item.evidence]}
 
     def _pool_anchors(self, item: GoldenItem) -> tuple[str, ...] | None:
         if item.id not in self.candidates.pool and (item.id not in self.candidates._pooled or
-                                                     self.candidates._pooled[item.id][0] != item.q):
+                                                     self.candidates._pooled[item.id][0] != pool_query(item)):
             return None  # not pooled yet: known when the question is opened (or the warm-up reaches it)
         key = (item.id, revision(item), len(self.added.get(item.id, ())))
         if key not in self._sizes:  # the list is drawn after every change: never resolve every pool again
@@ -163,6 +165,12 @@ class Workbench:
             self.graded_at.append(time.time())
         return self._changed(item, qid)
 
+    def evidence(self, qid: str, rev: str, anchor: str, group: int | None) -> dict[str, Any]:
+        """Put the relevant section ``anchor`` of question ``qid`` in evidence group ``group`` (0-based; the
+        number of groups opens a new one) or in none."""
+        limits.check_anchor(anchor)
+        return self._changed(self.golden.change(qid, rev, lambda it: gf.set_evidence(it, anchor, group)), qid)
+
     def unanswerable(self, qid: str, rev: str, value: bool) -> dict[str, Any]:
         """Mark question ``qid`` unanswerable (``value``) or put it back to judging: never a toggle, so doing it
         twice leaves it as once. The answer says what happened (``message``, ``changed``)."""
@@ -224,8 +232,11 @@ class Workbench:
         """The questions changed this session, as they are now (JSON Lines)."""
         import json
 
+        from ..golden import golden_records
+
         items = {i.id: i for i in self.golden.read()}
-        return "".join(json.dumps(items[q].to_dict(), ensure_ascii=False) + "\n" for q in self.touched if q in items)
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n"  # a conversation's turns in one line
+                       for r in golden_records(items[q] for q in self.touched if q in items))
 
 
 def _number(x: float | None) -> float | int | None:
@@ -351,6 +362,10 @@ def create_app(bench: Workbench, *, api_key: str | None = None, host: str | None
     @app.post("/api/question/{qid}/grade")
     def grade(qid: str, rev: str = Body(...), anchor: str = Body(...), grade: float | None = Body(None)):
         return bench.grade(qid, rev, anchor, grade)
+
+    @app.post("/api/question/{qid}/evidence")
+    def evidence(qid: str, rev: str = Body(...), anchor: str = Body(...), group: int | None = Body(None)):
+        return bench.evidence(qid, rev, anchor, group)
 
     @app.post("/api/question/{qid}/unanswerable")
     def unanswerable(qid: str, rev: str = Body(...), value: bool = Body(True)):

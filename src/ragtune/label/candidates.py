@@ -27,13 +27,19 @@ from ..corpus.corpus import Corpus
 from ..errors import ConfigError, UnknownAnchorError
 from ..golden import GoldenItem
 
-__all__ = ["Candidate", "Candidates", "SYSTEMS", "question_terms"]
+__all__ = ["Candidate", "Candidates", "SYSTEMS", "question_terms", "pool_query"]
 
 SYSTEMS = ("bm25", "dense", "hybrid")
 MAX_TEXT = 6000  # characters of a section shown (the rest is behind the source link)
 
 _STOP = frozenset("""a an and are as at be by can do does for from how i if in is it its me my of on or should so that
 the this to use using was what when where which who why will with you your""".split())
+
+
+def pool_query(item: GoldenItem) -> str:
+    """What a question's pool is searched with: its text, after the earlier turns' questions for a turn of a
+    conversation ("and how do I test it?" alone finds little)."""
+    return " ".join((*item.history, item.q)) if item.history else item.q
 
 
 def question_terms(q: str) -> list[str]:
@@ -239,8 +245,9 @@ class Candidates:
         question's text, so a reload shows the same pool)."""
         if item.id in self.pool:
             return list(self.pool[item.id])
+        query = pool_query(item)
         cached = self._pooled.get(item.id)
-        if cached is not None and cached[0] == item.q:
+        if cached is not None and cached[0] == query:
             return cached[1]
         # while the warm-up still builds a retriever (a first dense index embeds the corpus), pool with those
         # built and keep nothing: the question is pooled again, whole, once they all are
@@ -248,12 +255,12 @@ class Candidates:
         anchors: list[str] = []
         for s in systems:
             try:
-                anchors.extend(self._top(s, item.q, self.depth))
+                anchors.extend(self._top(s, query, self.depth))
             except Exception as e:  # noqa: BLE001 - a system that cannot be built leaves the others
                 self.error = f"{s}: {type(e).__name__}: {e}"
         anchors = list(dict.fromkeys(anchors))
         if len(systems) == len(self.systems):
-            self._pooled[item.id] = (item.q, anchors)
+            self._pooled[item.id] = (query, anchors)
         return anchors
 
     def for_question(self, item: GoldenItem, extra: Iterable[str] = ()) -> list[Candidate]:

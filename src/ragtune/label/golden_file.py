@@ -190,6 +190,12 @@ class GoldenFile:
             added, skipped = [], 0
             for n, obj in enumerate(questions, start=1):
                 obj = dict(obj)
+                if "turns" in obj:  # a conversation (golden draft --kinds conversation): its turns, each a question
+                    new = _add_conversation(obj, n, ids, texts, skip_known)
+                    skipped += not new
+                    items.extend(new)
+                    added.extend(new)
+                    continue
                 q = str(obj.get("q") or "").strip()
                 if not q:
                     raise GoldenSetError(f"question {n} to add has no text; write the question")
@@ -197,16 +203,7 @@ class GoldenFile:
                     skipped += 1
                     continue
                 obj["q"] = q
-                obj.setdefault("relevant", [])
-                if "status" not in obj and not obj["relevant"]:
-                    obj["status"] = "draft"
-                if obj.get("status") == "draft":
-                    notes = dict(obj.get("draft") or {})
-                    notes.setdefault("origin", "workbench")
-                    if obj["relevant"]:  # sections a drafter proposed: a proposal until a person grades them
-                        notes.setdefault("proposed", list(obj["relevant"]))
-                        obj["relevant"] = []
-                    obj["draft"] = notes
+                _as_draft(obj)
                 if obj.get("id") is None:
                     obj["id"] = _new_id(ids)
                 item = parse_item(obj, f"question {n} to add")
@@ -217,6 +214,48 @@ class GoldenFile:
             if added:
                 self._write(items)
             return added, skipped
+
+
+def _as_draft(obj: dict[str, Any]) -> None:
+    """A question to add made a draft in place when it has no status: its relevant sections (and evidence groups)
+    become the drafter's proposal until a person grades them."""
+    obj.setdefault("relevant", [])
+    if "status" not in obj and not obj["relevant"] and not obj.get("evidence"):
+        obj["status"] = "draft"
+    if obj.get("status") == "draft":
+        notes = dict(obj.get("draft") or {})
+        notes.setdefault("origin", "workbench")
+        if obj["relevant"] or obj.get("evidence"):  # sections a drafter proposed: a proposal until a person grades
+            notes.setdefault("proposed", list(dict.fromkeys([*obj["relevant"], *(a for g in obj.get("evidence") or []
+                                                                                    for a in g)])))
+            obj["relevant"] = []
+            obj.pop("evidence", None)
+        obj["draft"] = notes
+
+
+def _add_conversation(obj: dict[str, Any], n: int, ids: set[str], texts: set[str],
+                      skip_known: bool) -> list[GoldenItem]:
+    """The turns of a conversation to add (each made a draft as a question is), or none when its id is taken or,
+    with ``skip_known``, its first turn is already a question of the set."""
+    turns = obj.get("turns")
+    if not isinstance(turns, list) or not turns or not all(isinstance(t, Mapping) for t in turns):
+        raise GoldenSetError(f"conversation {n} to add: 'turns' must be a non-empty list of questions")
+    cid = str(obj.get("id") or _new_id(ids))
+    first = normalise_question(str(turns[0].get("q") or ""))
+    if any(i == cid or i.startswith(f"{cid}#") for i in ids) or (skip_known and first in texts):
+        return []
+    rows = []
+    for t in turns:
+        row = dict(t)
+        row["q"] = str(row.get("q") or "").strip()
+        _as_draft(row)
+        rows.append(row)
+    items = parse_record({"id": cid, "turns": rows}, f"conversation {n} to add")
+    for item in items:
+        ids.add(item.id)
+        texts.add(normalise_question(item.q))
+    ids.add(cid)
+    return items
 
 
 def _new_id(ids: set[str]) -> str:
@@ -248,6 +287,7 @@ def grade(item: GoldenItem, anchor: str, value: float | None, *, by: str, pool: 
     relevant.pop(anchor, None)
     judged.pop(anchor, None)
     records = [j for j in item.judgments if j.anchor != anchor]
+    evidence = item.evidence if value is not None and value > 0 else _without(item.evidence, anchor)
     if value is not None:
         (relevant if value > 0 else judged)[anchor] = float(value)
         records.append(Judgment(anchor, float(value), by, at or now(), pool, added=added and value > 0))
@@ -258,7 +298,30 @@ def grade(item: GoldenItem, anchor: str, value: float | None, *, by: str, pool: 
         status = "draft"
     if status is None and "proposed" in notes and value is not None:
         notes.pop("proposed")  # a person has graded: the drafter's proposal is no label
-    return replace(item, relevant=relevant, judged=judged, judgments=tuple(records), status=status, draft=notes)
+    return replace(item, relevant=relevant, judged=judged, judgments=tuple(records), status=status, draft=notes,
+                   evidence=evidence)
+
+
+def _without(groups: tuple[tuple[str, ...], ...], anchor: str) -> tuple[tuple[str, ...], ...]:
+    """Evidence groups without ``anchor`` (a section no longer relevant), empty groups dropped."""
+    return tuple(g for g in (tuple(a for a in grp if a != anchor) for grp in groups) if g)
+
+
+def set_evidence(item: GoldenItem, anchor: str, group: int | None) -> GoldenItem:
+    """``item`` with its relevant section ``anchor`` in evidence group ``group`` (0-based; the number of groups
+    opens a new one) or in none (None), out of any other; groups left empty are dropped. The question is fully
+    supported when a section of every group is retrieved; sections of one group are alternatives."""
+    groups = item.evidence
+    if group is not None and (isinstance(group, bool) or not isinstance(group, int) or not 0 <= group <= len(groups)):
+        raise GoldenSetError(f"evidence group {group!r}: question {item.id!r} has {len(groups)} group(s); give 0 to "
+                             f"{len(groups) - 1} for one of them, {len(groups)} for a new one, or none")
+    if group is not None and anchor not in item.relevant:
+        raise GoldenSetError(f"{anchor!r} is not relevant to question {item.id!r}: grade it 1 or 2 before putting it "
+                             "in an evidence group")
+    moved = [tuple(a for a in g if a != anchor) + ((anchor,) if n == group else ()) for n, g in enumerate(groups)]
+    if group == len(groups):
+        moved.append((anchor,))
+    return replace(item, evidence=tuple(g for g in moved if g))
 
 
 def mark_unanswerable(item: GoldenItem, value: bool) -> GoldenItem:

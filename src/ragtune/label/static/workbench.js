@@ -129,7 +129,10 @@ function drawList() {
     b.textContent = q.status;
     const t = document.createElement("span");
     t.className = "q";
-    t.textContent = q.q;
+    if (q.conversation !== null && q.conversation !== undefined)  // a turn: its conversation and place first
+      t.append(Object.assign(document.createElement("span"), { className: "turn", textContent: `${q.conversation} · turn ${q.turn + 1} ` }),
+        document.createTextNode(q.q));
+    else t.textContent = q.q;
     const n = document.createElement("span");
     n.className = "n";
     n.textContent = (q.pool !== null ? `${q.graded} of ${q.pool} graded` : "not pooled yet") +
@@ -184,11 +187,55 @@ function drawQuestion(q) {
   $("#unanswerable").textContent = q.status === "unanswerable" ? "Back to judging (U)" : "Unanswerable (u)";
   $("#accept-draft").hidden = !q.candidates.some((c) => c.proposed);
   $("#q-added").textContent = addedNote(q);
+  drawConversation(q);
+  $("#q-evidence").textContent = evidenceNote(q);
   const graded = q.candidates.filter((c) => c.grade !== null).length;
   $("#pool-count").textContent = `${graded} of ${q.candidates.length} graded`;
   drawCards($("#pool"), q.candidates, "pool");
   drawCards($("#results"), S.results, "search");
   markFocus();
+}
+
+// A turn of a conversation is judged with the turns before it in view: the question means what it means after them.
+function drawConversation(q) {
+  const box = $("#q-conversation");
+  box.hidden = q.conversation === null || q.conversation === undefined;
+  if (box.hidden) return;
+  const turns = S.questions.filter((x) => x.conversation === q.conversation).length || q.turn + 1;
+  $("#q-turn").textContent = `turn ${q.turn + 1} of ${turns} in conversation ${q.conversation}` +
+    (q.history.length ? "; asked before it:" : ": the first question");
+  $("#q-history").replaceChildren(...q.history.map((h) => Object.assign(document.createElement("li"), { textContent: h })));
+}
+
+// the evidence groups a multi-hop question needs: one section of every group must be retrieved
+function evidenceNote(q) {
+  const groups = q.evidence || [];
+  if (!groups.length) return "";
+  return `evidence: ${groups.map((g, i) => `group ${i + 1}: ${g.join(", ")}`).join(" · ")} — fully supported ` +
+    "when a section of every group is retrieved (g moves the section in view to the next group)";
+}
+
+function groupOf(q, anchor) { return (q.evidence || []).findIndex((g) => g.includes(anchor)); }
+
+// none -> 1 -> 2 -> ... -> a new group -> none (a section alone in the last group goes back to none)
+function nextGroup(q, anchor) {
+  const groups = q.evidence || [];
+  const g = groupOf(q, anchor);
+  if (g < 0) return 0;
+  if (g < groups.length - 1 || groups[g].length > 1) return g + 1;
+  return null;
+}
+
+async function cycleEvidence(i) {
+  if (!S.q || S.busy) return;
+  const c = S.q.candidates[i];
+  if (!c) return;
+  if (!(c.grade > 0)) { say("grade the section 1 or 2 before putting it in an evidence group"); return; }
+  S.busy = true;
+  const q = await change(`/api/question/${encodeURIComponent(S.q.id)}/evidence`,
+    { rev: S.q.rev, anchor: c.anchor, group: nextGroup(S.q, c.anchor) });
+  S.busy = false;
+  if (q) { S.area = "pool"; S.focus = i; markFocus(); }
 }
 
 // Judging that adds relevant sections after the question was authored moves its recall: say so, with the counts.
@@ -229,6 +276,15 @@ function drawCards(box, cands, area) {
       grades.append(b);
     }
     head.append(grades);
+    if (area === "pool" && c.grade > 0) {
+      const g = groupOf(S.q, c.anchor);
+      const ev = Object.assign(document.createElement("button"), {
+        className: "evidence" + (g >= 0 ? " on" : ""), textContent: g >= 0 ? `evidence group ${g + 1}` : "evidence: none",
+        title: "the evidence group of this section: click (or g) for the next one",
+      });
+      ev.addEventListener("click", () => cycleEvidence(i));
+      head.append(ev);
+    }
     const body = document.createElement("div");
     body.className = "card-body";
     renderText(body, c.text);
@@ -570,7 +626,9 @@ async function importDrafts() {
     if (!lines[i].trim()) continue;
     try { rows.push(JSON.parse(lines[i])); } catch (e) { $("#import-result").textContent = `line ${i + 1} is not JSON: ${e.message}`; return; }
   }
-  const r = await addQuestions(rows.map((o) => ({ ...o, status: "draft", draft: { ...(o.draft || {}), origin: "draft" } })));
+  const draft = (o) => ({ ...o, status: "draft", draft: { ...(o.draft || {}), origin: "draft" } });
+  // a conversation line stays one: each of its turns a draft
+  const r = await addQuestions(rows.map((o) => (Array.isArray(o.turns) ? { ...o, turns: o.turns.map(draft) } : draft(o))));
   if (r) { $("#import-result").textContent = `added ${r.added.length}, ${r.skipped} already in the set`; $("#import-drafts").value = ""; }
 }
 
@@ -589,6 +647,7 @@ document.addEventListener("keydown", (e) => {
   const act = {
     j: () => move(1), ArrowDown: () => move(1), k: () => move(-1), ArrowUp: () => move(-1),
     0: () => gradeFocused(0), 1: () => gradeFocused(1), 2: () => gradeFocused(2), "-": () => gradeFocused(null),
+    g: () => { if (S.area === "pool") cycleEvidence(S.focus); },
     u: () => setUnanswerable(true), U: () => setUnanswerable(false), y: acceptDraft, n: () => step(1, true), "]": () => step(1), "[": () => step(-1),
     z: undo, "/": () => $("#search").focus(), a: () => $("#add-input").focus(), e: editText, t: editTags,
     i: () => { $("#import").showModal(); tab("text"); }, "?": () => $("#help").showModal(),
