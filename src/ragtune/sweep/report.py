@@ -5,8 +5,10 @@ its bootstrap interval, ties broken by a second metric, then latency), recall@k
 curves (identical curves merged under one entry, with error bars), reranker
 headroom bars, quality vs end-to-end latency with the Pareto frontier and a
 table of latency by stage, size x overlap heatmaps sharing one colour scale,
-and a failure explorer (per question: expected anchors, retrieved chunks,
-fixed/broken against the baseline). When nothing differs significantly from
+a failure explorer (per question: expected anchors, retrieved chunks,
+fixed/broken against the baseline), and, when a configuration searched more than once per question (a multi-step
+strategy), recall against the context tokens spent (one curve per configuration; a table of recall and tokens after
+each search). When nothing differs significantly from
 the baseline, one line says how many questions it would take.
 Charts are SVG drawn by a small inline script from the embedded JSON; the
 page fits a 900 px window without horizontal scrolling.
@@ -59,6 +61,8 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
         entry = {"key": r["key"], "label": r["label"], "unsettled": r["key"] in unsettled, "spec": {**r["spec"], **{k: v for k, v in (r.get("chunker_config") or {}).items() if k in ("size", "overlap")}},
                  "metrics": res["metrics"], "ci": r.get("ci") or {},
                  "stats": r["stats"], "vs": r.get("vs_baseline")}
+        if res.get("searches"):  # a multi-step strategy: recall against tokens, and after each search
+            entry["searches"] = {k: res["searches"][k] for k in ("by_tokens", "by_search")}
         if r["key"] in detail_keys:
             entry["questions"] = [
                 {"id": q["id"], "q": q["q"], "relevant": list(q["relevant"]), "first": q["first_hit_rank"],
@@ -139,6 +143,7 @@ details{margin-top:8px} summary{cursor:pointer;color:var(--accent)}
 <section class="card"><h2>Quality vs latency</h2><div class="sub" id="scatter-sub"></div><div id="scatter"></div><div id="stages"></div></section>
 <section class="card"><h2>Size × overlap</h2><div class="sub">Best value of <span class="metric"></span> per cell (interval below it), one map per strategy, one colour scale for all maps.</div><div id="heat"></div></section>
 </div>
+<template id="tokens-slot"></template>
 <section class="card"><h2>Failure explorer</h2><div class="sub">Per question: expected anchors and the top retrieved chunks. Tags mark questions fixed or broken against the baseline.</div>
 <p><select id="pick"></select> <label><input type="checkbox" id="onlyfail" checked> only questions not fully answered</label></p><div id="explorer"></div></section>
 </main>
@@ -326,6 +331,25 @@ const legendEntry = g => `<div class="item"><i style="background:${g.col}"></i><
   }
   const grad = [0, .5, 1].map(f => shade(lowerBetter ? hi - f * (hi - lo) : lo + f * (hi - lo)).fill).join(',');
   document.getElementById('heat').innerHTML = out ? `<div class="scale">${esc(M)}: <span>${fmt(lowerBetter ? hi : lo, digits(M) ? 3 : 0)}</span><span class="bar" style="background:linear-gradient(to right,${grad})"></span><span>${fmt(lowerBetter ? lo : hi, digits(M) ? 3 : 0)}</span>(darker is better, same scale in every map)</div><div class="heats">${out}</div>` : '<p class="sub">No sized strategies in this sweep.</p>';
+})();
+(function tokens() {
+  const cs = C.filter(c => c.searches).slice(0, 8);
+  if (!cs.length) return;  // the card exists only when some configuration searched more than once
+  document.getElementById('tokens-slot').outerHTML = `<section class="card" id="tokens-card"><h2>Recall against context tokens</h2><div class="sub">Configurations that searched more than once per question: mean recall of the top hits that fit in each context budget (the hits every search handed the model, in order, repeats left out), and below, recall and tokens after each search.</div><div id="tokens"></div></section>`;
+  const w = 560, h = 280, pad = {l: 58, r: 14, t: 12, b: 42}, bs = cs[0].searches.by_tokens.map(p => p.tokens);
+  const inner = w - pad.l - pad.r - 40, X = i => pad.l + 20 + (bs.length === 1 ? 0.5 : i / (bs.length - 1)) * inner;
+  const Y = v => h - pad.b - v * (h - pad.t - pad.b);
+  let s = axes(w, h, pad, bs.map((b, i) => [X(i), `${b}`]), [0, .25, .5, .75, 1].map(v => [Y(v), v.toFixed(2)]), 'context budget (tokens, each step doubles)', 'recall');
+  cs.forEach((c, j) => { const col = c === base ? '#1d2330' : palette[j % palette.length], pts = c.searches.by_tokens;
+    s += `<polyline class="tok-curve" fill="none" stroke="${col}" stroke-width="2" points="${pts.map((p, i) => `${X(i)},${Y(p.recall ?? 0)}`).join(' ')}"><title>${esc(c.label)}</title></polyline>`;
+    pts.forEach((p, i) => s += `<circle cx="${X(i)}" cy="${Y(p.recall ?? 0)}" r="3" fill="${col}"><title>${esc(c.label)}: recall ${fmt(p.recall)} within ${p.tokens} tokens</title></circle>`); });
+  const most = Math.max(...cs.map(c => c.searches.by_search.length));
+  const head = '<tr><th class="l">configuration</th>' + Array.from({length: most}, (_, i) => `<th>after search ${i + 1}: recall · tokens</th>`).join('') + '</tr>';
+  const rows = cs.map(c => `<tr class="${c === base ? 'base' : ''}"><td class="l">${brk(c.label)}</td>` + Array.from({length: most}, (_, i) => { const r = c.searches.by_search[i];
+    return `<td>${r ? `${fmt(r.recall)} · ${fmt(r.context_tokens, 0)}<small class="ci">${r.questions} q, +${fmt(r.new_relevant, 2)} new, ${fmt(r.redundant, 2)} repeated</small>` : '–'}</td>`; }).join('') + '</tr>').join('');
+  document.getElementById('tokens').innerHTML = `<svg viewBox="0 0 ${w} ${h}" width="${w}">${s}</svg><div class="legend">` +
+    cs.map((c, j) => `<span class="item"><i style="background:${c === base ? '#1d2330' : palette[j % palette.length]}"></i>${esc(c.label)}</span>`).join('') +
+    `</div><table class="by-search"><thead>${head}</thead><tbody>${rows}</tbody></table>`;
 })();
 // failure explorer
 const detailed = C.filter(c => c.questions);
