@@ -235,3 +235,31 @@ def test_beir_metadata_with_a_bad_turn_is_refused(tmp_path):
     (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nc1#1\ta.md\t1\n")
     with pytest.raises(GoldenSetError, match=r"queries\.jsonl:1: query 'c1#1': metadata of a conversation turn"):
         load_golden(folder, split="test")
+
+
+# -- golden judge on a conversation ---------------------------------------------------------------------------
+
+def test_golden_judge_reads_a_turn_with_its_history_and_writes_the_conversation_back(tmp_path, md_corpus,
+                                                                                    monkeypatch, capsys):
+    from tests.answer.fake_llm import FakeLLM
+
+    golden = write_jsonl(tmp_path / "golden.jsonl", [
+        {"id": "c1", "turns": [{"q": "How do refunds work?", "relevant": ["guide/billing.md#refunds"]},
+                               {"q": "and invoices?", "relevant": ["guide/billing.md#invoices"]}]}])
+    pool = write_jsonl(tmp_path / "pool.jsonl", [{"id": "c1#2", "q": "and invoices?", "depth": 3, "pooled": 2,
+                                                  "judged": 1, "holes": [{"anchor": "faq.md"}]}])
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+    server = FakeLLM(['{"grade": 2}'])
+    try:
+        out = tmp_path / "labelled.jsonl"
+        assert main(["golden", "judge", str(pool), "--corpus", str(md_corpus), "--golden", str(golden), "--judge",
+                     "openai:m1", "--out", str(out), "--base-url", server.url + "/v1", "--cache-dir",
+                     str(tmp_path / "cache")]) == 0
+        asked = server.requests[0]["body"]["messages"][-1]["content"]
+    finally:
+        server.close()
+    assert asked.startswith("QUESTION: How do refunds work? / then: and invoices?")
+    lines = [json.loads(x) for x in out.read_text().splitlines()]
+    assert len(lines) == 1 and lines[0]["id"] == "c1" and len(lines[0]["turns"]) == 2
+    turn = load_golden(out, labels="all").items[1]
+    assert turn.relevant == {"guide/billing.md#invoices": 2.0, "faq.md": 1.0} and turn.history == ("How do refunds work?",)

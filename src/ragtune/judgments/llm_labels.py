@@ -42,7 +42,8 @@ from ..errors import ConfigError, CorpusNotFoundError, UnknownAnchorError
 from ..io import write_atomic
 from .pool import read_pool_file
 
-__all__ = ["PROMPT_VERSION", "SYSTEM", "GRADE_MAP", "JudgeResult", "judge_pool", "parse_grade", "label_prompt"]
+__all__ = ["PROMPT_VERSION", "SYSTEM", "GRADE_MAP", "JudgeResult", "judge_pool", "parse_grade", "label_prompt",
+           "judged_question"]
 
 PROMPT_VERSION = "relevance-1"
 GRADE_MAP = {0: 0, 1: 0, 2: 1, 3: 2}  # the LLM's grade -> ragtune's (0 = not relevant)
@@ -56,6 +57,14 @@ PASSAGE (one section of the documentation). Grade how well the passage answers t
 2 = answers: the passage answers the question, partly or among other things.
 3 = perfect: the passage is dedicated to the question and answers it fully.
 Judge only the passage given, not what other pages might say. Reply with JSON only: {"grade": <0, 1, 2 or 3>}."""
+
+
+def judged_question(item: Any) -> str:
+    """The question a judge reads: its text, after the questions asked before it for a turn of a conversation (a
+    follow-up such as "and how often?" means nothing alone)."""
+    if not item.history:
+        return item.q
+    return f"{' / '.join(' '.join(h.split()) for h in item.history)} / then: {item.q}"
 
 
 def label_prompt(question: str, title: str, text: str) -> tuple[str, str]:
@@ -162,7 +171,7 @@ def judge_pool(
     """Grade the holes of ``pool`` with the LLM ``judge`` and write the golden set with the labels added (see
     the module docstring). The estimate is printed first (``say``); ``dry_run`` stops there."""
     from ..corpus import load_corpus
-    from ..golden import GoldenSet, Judgment, load_golden
+    from ..golden import GoldenSet, Judgment, golden_records, load_golden
     from ..llm import ChatLLM, ask_parsed, estimate_tokens
     from ..paths import default_cache_dir
 
@@ -195,7 +204,8 @@ def judge_pool(
                 raise UnknownAnchorError(f"{pool_path}: question {qid!r}: {e}; was the pool made on this corpus?") from None
             text = docs[span.doc_id].text[span.start:span.end]
             title = " > ".join(span.section.heading_path) if span.section is not None else docs[span.doc_id].title
-            todo.append((by_id[qid], anchor, _cache_key(llm.model, item.q, text), *label_prompt(item.q, title, text)))
+            question = judged_question(item)
+            todo.append((by_id[qid], anchor, _cache_key(llm.model, question, text), *label_prompt(question, title, text)))
     uncached = [t for t in todo if not (cache / f"{t[2]}.json").is_file()]
     tokens_in = estimate_tokens(*(m for t in uncached for m in t[3:]))
     est = {"holes": len(todo), "cached": len(todo) - len(uncached), "calls": len(uncached),
@@ -231,7 +241,7 @@ def judge_pool(
     if golden_path.is_dir() and not out:
         target = golden_path.parent / (golden_path.name + ".judged.jsonl")
     labelled = GoldenSet(items, source=str(target), labels="all")
-    write_atomic(target, "".join(json.dumps(i.to_dict(), ensure_ascii=False) + "\n" for i in labelled))
+    write_atomic(target, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in golden_records(labelled)))
     result.written = str(target)
     result.usage = {**llm.usage, "cost": llm.cost}
     return result
