@@ -81,6 +81,10 @@ def test_the_instrumented_retriever_scores_as_it_does_through_the_adapter(record
     assert in_python.metrics["recall@5"] == pytest.approx(via_adapter.metrics["recall@5"])
     assert via_adapter.metrics["recall@5"] > 0.3  # real rankings, not empty ones
     assert in_python.matching["matched"] == in_python.matching["hits"] == TOP * len(golden)
+    took = {s.attributes["input.value"]: (s.end_time - s.start_time) / 1e9 for s in spans
+            if s.parent is None and s.attributes.get("openinference.span.kind") == "RETRIEVER"}
+    latency = {i.id: took[i.q] for i in golden}  # each question's latency is its retrieval span's duration
+    assert {q.id: q.latency_s for q in in_python.questions} == pytest.approx(latency)
 
     sdk_json = tmp_path / "spans.jsonl"  # what ReadableSpan.to_json() writes, one span a line
     sdk_json.write_text("".join(s.to_json(indent=None) + "\n" for s in spans), encoding="utf-8")
@@ -91,7 +95,9 @@ def test_the_instrumented_retriever_scores_as_it_does_through_the_adapter(record
     assert '"resourceSpans"' in otlp.read_text()
     for path in (sdk_json, console, otlp):
         assert read_run(path).format == "openinference"
-        assert per_question(evaluate_spans(path, golden, corpus=corpus, ks=KS)) == expected, path.name
+        from_file = evaluate_spans(path, golden, corpus=corpus, ks=KS)
+        assert per_question(from_file) == expected, path.name
+        assert {q.id: q.latency_s for q in from_file.questions} == pytest.approx(latency, abs=2e-6), path.name
 
     gold = tmp_path / "golden.jsonl"
     gold.write_text("".join(json.dumps({"id": i.id, "q": i.q, "relevant": sorted(i.relevant)}) + "\n"

@@ -53,6 +53,7 @@ class RunFile:
     tag: str | None
     searches: dict[str, list[Search]] = _field(default_factory=dict)
     questions: dict[str, str] = _field(default_factory=dict)
+    seconds: dict[str, float] = _field(default_factory=dict)  # question id -> what its search(es) took, when recorded
 
 
 class _desc(str):
@@ -309,8 +310,8 @@ def _read_trec_run(s: Sample, field: str | None = None) -> RunFile:
 
 
 def _read_spans(s: Sample, field: str | None = None) -> RunFile:
-    hits, searches, questions = trace_searches(read_traces(s.path), field=field, where=str(s.path))
-    return RunFile(hits, "openinference", None, searches, questions)
+    hits, searches, questions, seconds = trace_searches(read_traces(s.path), field=field, where=str(s.path))
+    return RunFile(hits, "openinference", None, searches, questions, seconds)
 
 
 def _read_jsonl_run(s: Sample, field: str | None = None) -> RunFile:

@@ -64,7 +64,7 @@ _QUERY_KEYS = ("query_str", "query", "question", "input", "str_or_query_bundle",
 @dataclass(frozen=True)
 class Span:
     """One span, as much of it as a trace of searches needs. ``start`` orders spans (nanoseconds since the epoch);
-    ``order`` is its position in what was read, the tie-break."""
+    ``order`` is its position in what was read, the tie-break; ``end`` (nanoseconds) is 0 when not recorded."""
 
     trace_id: str
     span_id: str
@@ -73,6 +73,12 @@ class Span:
     start: int
     attributes: Mapping[str, Any]
     order: int = 0
+    end: int = 0
+
+    @property
+    def seconds(self) -> float | None:
+        """How long the span took, when its end was recorded."""
+        return (self.end - self.start) / 1e9 if self.end >= self.start > 0 else None
 
     @property
     def kind(self) -> str | None:
@@ -83,12 +89,14 @@ class Span:
 @dataclass(frozen=True)
 class SpanTrace:
     """One trace as one question: its id when the spans name one, its text, and its searches in order, each
-    ``(query, raw hits)`` with hits as :func:`ragtune.evaluate.hits.to_hit` reads them."""
+    ``(query, raw hits)`` with hits as :func:`ragtune.evaluate.hits.to_hit` reads them; ``seconds``: what the
+    searches took together (the sum of their spans' durations), None when a span lacks its end time."""
 
     trace_id: str
     qid: str | None
     question: str
     searches: tuple[tuple[str, tuple[dict[str, Any], ...]], ...] = field(default_factory=tuple)
+    seconds: float | None = None
 
     @property
     def key(self) -> str:
@@ -201,9 +209,9 @@ def _otlp_span(raw: Mapping[str, Any], where: str, order: int) -> Span:
         if "key" in kv:
             attrs[str(kv["key"])] = _any_value(kv.get("value"))
     parent = _field(raw, "parentSpanId") or None
-    start = _field(raw, "startTimeUnixNano")
+    start, end = _field(raw, "startTimeUnixNano"), _field(raw, "endTimeUnixNano")
     return Span(_hex_id(trace), _hex_id(span), _hex_id(parent) if parent else None, str(raw.get("name", "")),
-                _nanos(start, where), attrs, order)
+                _nanos(start, where), attrs, order, _nanos(end, where))
 
 
 def _hex_id(v: Any) -> str:
@@ -261,7 +269,7 @@ def _sdk_span(raw: Mapping[str, Any], where: str, order: int) -> Span:
         raise ConfigError(f"{where}: span {raw.get('name')!r}: 'attributes' must be an object, got {_short(attrs)}")
     parent = raw.get("parent_id")
     return Span(_hex_id(trace), _hex_id(span), _hex_id(parent) if parent else None, str(raw.get("name", "")),
-                _nanos(raw.get("start_time"), where), dict(attrs), order)
+                _nanos(raw.get("start_time"), where), dict(attrs), order, _nanos(raw.get("end_time"), where))
 
 
 # -- traces -----------------------------------------------------------------------------------------------------------
@@ -283,7 +291,9 @@ def traces_from_spans(spans: Sequence[Span], where: str = "spans") -> list[SpanT
                    key=lambda s: (s.start, s.order), default=searches[0])
         steps = tuple((_query(s), _documents(_with_documents(s, members, ids), where)) for s in searches)
         question = _query(root) or steps[0][0]
-        out.append(SpanTrace(trace_id, _qid(root, members), question, steps))
+        times = [s.seconds for s in searches]
+        seconds = None if any(t is None for t in times) else sum(t for t in times if t is not None)
+        out.append(SpanTrace(trace_id, _qid(root, members), question, steps, seconds))
     if not out:
         kinds = sorted({s.kind or "none" for s in spans})
         raise ConfigError(f"{where}: {len(spans)} span(s) in {len(by_trace)} trace(s), none a RETRIEVER span "
@@ -425,12 +435,14 @@ def _hit(doc: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 def trace_searches(traces: Sequence[SpanTrace], *, field: str | None = None, where: str = "spans"
                    ) -> tuple[dict[str, list[ExternalHit]], dict[str, list[tuple[str, list[ExternalHit]]]],
-                              dict[str, str]]:
+                              dict[str, str], dict[str, float]]:
     """What a run row holds, from traces: question key -> the searches' hits in order, -> each search ``(query,
-    hits)``, -> the question's text. A question found in several traces (asked twice) is scored by the first."""
+    hits)``, -> the question's text, -> the seconds its searches took (where the spans say). A question found in
+    several traces (asked twice) is scored by the first."""
     hits: dict[str, list[ExternalHit]] = {}
     searches: dict[str, list[tuple[str, list[ExternalHit]]]] = {}
     questions: dict[str, str] = {}
+    seconds: dict[str, float] = {}
     for t in traces:
         if t.key in searches:
             continue
@@ -440,4 +452,6 @@ def trace_searches(traces: Sequence[SpanTrace], *, field: str | None = None, whe
         searches[t.key] = steps
         hits[t.key] = [h for _, hs in steps for h in hs]
         questions[t.key] = t.question
-    return hits, searches, questions
+        if t.seconds is not None:
+            seconds[t.key] = t.seconds
+    return hits, searches, questions, seconds

@@ -289,11 +289,13 @@ def _score_parsed(parsed: RunFile, golden: Any, corpus: Any, *, ks: Sequence[int
 def _ranking(parsed: RunFile, qid: str, question: str, matcher: HitMatcher) -> Ranking:
     """One question's ranking: its hits matched, or for a trace each search matched (hits as outside hits are)
     and merged as :meth:`Ranking.from_searches` merges them."""
+    seconds = parsed.seconds.get(qid)  # the time a trace recorded (span durations), else none
     if qid not in parsed.searches:
         hits = parsed.hits[qid]
-        return hits_to_ranking(question, hits, len(hits), matcher, question=qid)
+        return hits_to_ranking(question, hits, len(hits), matcher, question=qid, seconds=seconds)
     searches = parsed.searches[qid]
-    return searches_to_ranking(question, searches, max([len(h) for _, h in searches] + [1]), matcher, qid=qid)
+    return searches_to_ranking(question, searches, max([len(h) for _, h in searches] + [1]), matcher, qid=qid,
+                               seconds=seconds)
 
 
 def _by_golden_id(parsed: RunFile, golden: Any, source: str) -> RunFile:
@@ -318,7 +320,8 @@ def _by_golden_id(parsed: RunFile, golden: Any, source: str) -> RunFile:
     key = lambda k: rename.get(k, k)  # noqa: E731
     return replace(parsed, hits={key(k): v for k, v in parsed.hits.items()},
                    searches={key(k): v for k, v in parsed.searches.items()},
-                   questions={key(k): v for k, v in parsed.questions.items()})
+                   questions={key(k): v for k, v in parsed.questions.items()},
+                   seconds={key(k): v for k, v in parsed.seconds.items()})
 
 
 def _norm(text: str) -> str:

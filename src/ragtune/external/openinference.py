@@ -41,7 +41,7 @@ def _from_sdk(span: Any, order: int) -> Span:
     ctx = span.context
     parent = getattr(span, "parent", None)
     return Span(_hex(ctx.trace_id, 32), _hex(ctx.span_id, 16), _hex(parent.span_id, 16) if parent else None,
-                str(span.name), int(span.start_time or 0), dict(span.attributes or {}), order)
+                str(span.name), int(span.start_time or 0), dict(span.attributes or {}), order, int(span.end_time or 0))
 
 
 def spans_of(source: Any) -> list[Span]:
@@ -79,8 +79,9 @@ def read_openinference(source: Any, *, field: str | None = None) -> RunFile:
     """The spans of ``source`` (see :func:`spans_of`) as a run: question -> its searches, each ``(query, hits)``,
     what a run row reads (``format`` is ``openinference``)."""
     where = os.fspath(source) if isinstance(source, (str, os.PathLike)) else "spans"
-    hits, searches, questions = trace_searches(traces_from_spans(spans_of(source), where), field=field, where=where)
-    return RunFile(hits, FORMAT, None, searches, questions)
+    hits, searches, questions, seconds = trace_searches(traces_from_spans(spans_of(source), where), field=field,
+                                                        where=where)
+    return RunFile(hits, FORMAT, None, searches, questions, seconds)
 
 
 def evaluate_spans(source: Any, golden: Any, *, corpus: Any = None, ks: Sequence[int] = DEFAULT_KS,
