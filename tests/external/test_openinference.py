@@ -93,7 +93,12 @@ def test_the_instrumented_retriever_scores_as_it_does_through_the_adapter(record
     otlp = tmp_path / "otlp.json"  # the OTLP export request, as OpenTelemetry's own encoder makes it
     otlp.write_text(MessageToJson(encode_spans(spans)), encoding="utf-8")
     assert '"resourceSpans"' in otlp.read_text()
-    for path in (sdk_json, console, otlp):
+    collector = tmp_path / "collector.jsonl"  # a collector's file exporter: one request a line (protobuf's field names)
+    half = len(spans) // 2  # a trace may be split across requests
+    collector.write_text("".join(MessageToJson(encode_spans(part), indent=None, preserving_proto_field_name=True)
+                                 + "\n" for part in (spans[:half], spans[half:])), encoding="utf-8")
+    assert '"resource_spans"' in collector.read_text()
+    for path in (sdk_json, console, otlp, collector):
         assert read_run(path).format == "openinference"
         from_file = evaluate_spans(path, golden, corpus=corpus, ks=KS)
         assert per_question(from_file) == expected, path.name
