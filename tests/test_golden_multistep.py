@@ -263,3 +263,15 @@ def test_golden_judge_reads_a_turn_with_its_history_and_writes_the_conversation_
     assert len(lines) == 1 and lines[0]["id"] == "c1" and len(lines[0]["turns"]) == 2
     turn = load_golden(out, labels="all").items[1]
     assert turn.relevant == {"guide/billing.md#invoices": 2.0, "faq.md": 1.0} and turn.history == ("How do refunds work?",)
+
+
+def test_an_evidence_anchor_made_not_relevant_in_code_is_a_conflict(md_corpus, tmp_path):
+    from dataclasses import replace
+
+    item = parse_item({"id": "m", "q": "x", "evidence": [["guide/billing.md#refunds"], ["faq.md"]]})
+    broken = replace(item, relevant={"guide/billing.md#refunds": 2.0})
+    assert broken.conflicts() == ["evidence anchor 'faq.md' is not relevant; grade it relevant or take it out of "
+                                  "its evidence group"]
+    from ragtune.golden import GoldenSet
+    report = check_golden(GoldenSet([broken]), load_corpus(md_corpus))
+    assert [p.kind for p in report.problems] == ["judgment_conflict"]

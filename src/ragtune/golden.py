@@ -181,6 +181,10 @@ class GoldenItem:
             elif a not in self.relevant and g > 0:
                 out.append(f"{a!r} is judged relevant (grade {_number(g)}) but not listed in 'relevant'; add it "
                            "there or judge it 0")
+        for a in dict.fromkeys(a for g in self.evidence for a in g):
+            if a not in self.relevant:
+                out.append(f"evidence anchor {a!r} is not relevant; grade it relevant or take it out of its evidence "
+                           "group")
         labels = self.judged_anchors
         for j in self.judgments:
             if j.anchor not in labels:

@@ -209,9 +209,12 @@ def test_judge_a_conversation_turn_by_turn_and_mark_evidence_in_the_browser(tmp_
         page.locator("#pool .card[data-anchor='dishwasher.md#detergent']").click()
         page.keyboard.press("2")
         page.wait_for_selector("#pool .card.g2[data-anchor='dishwasher.md#detergent']")
-        page.locator("#pool .card[data-anchor='dishwasher.md#detergent'] button.evidence").click()
-        page.locator("#pool .card[data-anchor='dishwasher.md#detergent'] button.evidence").click()  # a new group
         expect = pytest.importorskip("playwright.sync_api").expect
+        button = page.locator("#pool .card[data-anchor='dishwasher.md#detergent'] button.evidence")
+        button.click()  # into group 1, beside the loading section
+        expect(button).to_have_text("evidence group 1")
+        button.click()  # then a group of its own
+        expect(button).to_have_text("evidence group 2")
         expect(page.locator("#q-evidence")).to_contain_text(
             "group 1: dishwasher.md#loading · group 2: dishwasher.md#detergent")
         # the conversation, turn by turn: the second turn shows the first above it
