@@ -231,6 +231,8 @@ def test_eval_takes_the_strategy_flags(corpus, tmp_path, capsys):
     assert main([*args, "--strategy", "links", "--strategy-keep", "1", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["config"]["pipeline"]["strategy"] == "links" and out["config"]["strategy"]["keep"] == 1
+    assert out["config"]["strategy"]["links"] == {"resolved": 1, "by_kind": {"markdown": 1}, "unresolved": 0,
+                                                  "external": 0, "unread": []}
     assert out["metrics"]["recall@5"] == 1.0
     assert main([*args, "--strategy", "links", "--strategy-window", "1"]) == 2
     assert "strategy_window does not apply to strategy links" in capsys.readouterr().err

@@ -109,8 +109,10 @@ class Pipeline:
         if self.parents:
             out["parents"] = len(self.parents)
         if self.strategy is not None:
-            out["strategy"] = {"name": self.strategy.name, **(self.strategy.config.to_dict()
-                                                              if hasattr(self.strategy, "config") else {})}
+            config = getattr(self.strategy, "config", None)
+            about = getattr(self.strategy, "describe", None)
+            out["strategy"] = {"name": self.strategy.name, **(config.to_dict() if config is not None else {}),
+                               **(about() if callable(about) else {})}
         return _redacted(out)
 
 

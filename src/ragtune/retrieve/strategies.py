@@ -172,6 +172,12 @@ class LinksStrategy:
         self._load()
         return self._links
 
+    def describe(self) -> dict[str, Any]:
+        """What a result records of the links followed: how many resolved (by kind), were dropped as
+        unresolvable, pointed outside the corpus, and the documents whose source could not be read."""
+        summary = self.links.summary()
+        return {"links": {k: v for k, v in summary.items() if k != "examples"}}
+
     def linked_units(self, hits: Sequence[Hit]) -> tuple[list[Hit], list[str]]:
         """The second search's hits for the first search's top ``hits``: the first unit of each linked section,
         scored by the hit that links to it, in the order written; with the anchors whose links were followed."""
