@@ -7,23 +7,29 @@ reached the model (:meth:`Ranking.from_searches`), so every metric scores it unc
 read ``searches``. Entries (registry ``STRATEGIES``):
 
 - ``single`` (the default): one search of the question, the pipeline exactly as without a strategy stage;
-- ``links``: search the question and keep its first ``keep`` hits; then, as a second search, the sections the
-  corpus's own cross-references point to from the top ``follow`` hits (:mod:`ragtune.corpus.links`: markdown and
-  HTML links, reStructuredText ``:ref:``/``:doc:``), at most ``linked`` of them, each as the first unit (chunk or
-  section) of the linked section, in the order the links are written (the best hit's first). Offline;
+- ``links``: search the question; then, as a second search, the sections the corpus's own cross-references point
+  to from the top ``follow`` hits (:mod:`ragtune.corpus.links`: markdown and HTML links, reStructuredText
+  ``:ref:``/``:doc:``/toctrees), at most ``linked`` of them, each as the first unit (chunk or section) of the
+  linked section, in the order the links are written (the best hit's first). Offline;
 - ``history``: for a turn of a conversation, one search of the earlier turns' questions (the last ``window`` of
   them; 0: all) followed by the question, so "and how do I test it?" carries what "it" is; a question without
   history is searched as it is;
 - ``terms``: the offline baseline for decomposition (below);
 - ``decompose``: an LLM (its ``llm`` option, ``anthropic:<model>`` or ``openai:<model>``) splits the question into
-  at most ``queries`` self-contained sub-queries; the question is searched, then each sub-query, ``keep`` hits each;
+  at most ``queries`` self-contained sub-queries; the question is searched, then each sub-query (``keep`` hits);
 - ``rewrite``: an LLM rewrites a conversation turn into a standalone query from its history; one search of it.
+
+**What reaches the model** with a second search (``links``, ``terms``, ``decompose``): the first search's top
+``keep`` hits, then the later searches' hits, then the rest of the first search's, a chunk seen before left out, at
+most ``k``: every cut-off is filled as one search fills it, and what a later search found displaces the first
+search's hits below rank ``keep`` (with the default ``keep`` of 5, the top 5 is one search's and a second search
+shows from rank 6; a smaller ``keep`` lets it reach the top 5). ``searches`` keeps every search as it was made.
 
 **The offline baseline for decomposition, ``terms``.** A question that needs two passages usually names both
 things it joins ("which exception does the function that opens files raise when the file is missing?"). A first
 search ranks the passages about the words that dominate the question; the other half shows up as query terms the
-top hits never mention. ``terms`` searches the question, keeps its first ``keep`` hits, then searches again with
-the ``words`` question terms that the top ``look`` hits do not contain, rarest in the corpus first (document
+top hits never mention. ``terms`` searches the question, then searches again (``keep`` hits) with the ``words``
+question terms that the top ``look`` hits do not contain, rarest in the corpus first (document
 frequency over the indexed units, stopwords left out): the words an LLM's second sub-query would most likely be
 built on, chosen without an LLM, deterministic and free. When every term was found, no second search is made.
 It is a baseline to beat, not a claim that rare words are the missing hop: the benchmark says how far it gets.
@@ -78,8 +84,19 @@ def _stage(ranking: Ranking, stage: str, seconds: float) -> Ranking:
     return Ranking(ranking.query, ranking.hits, timings, ranking.searches)
 
 
-def _first(ranking: Ranking, keep: int) -> Ranking:
-    return Ranking(ranking.query, ranking.hits[:keep], dict(ranking.timings))
+def _merged(question: str, first: Ranking, later: Sequence[Ranking], keep: int, k: int) -> Ranking:
+    """A question searched first, then ``later``: the model reads the first search's top ``keep`` hits, then the
+    later searches' hits in order, then the rest of the first search's, a chunk seen before left out, at most
+    ``k`` in all; every search is kept in ``searches`` (the first one whole, as it was made) and the timings are
+    summed per stage."""
+    whole = Ranking.from_searches(question, [first, *later])
+    seen: set[str] = set()
+    hits = []
+    for h in (*first.hits[:keep], *(h for s in later for h in s.hits), *first.hits[keep:]):
+        if h.chunk.id not in seen:
+            seen.add(h.chunk.id)
+            hits.append(h)
+    return Ranking(question, tuple(hits[:k]), whole.timings, whole.searches)
 
 
 # -- single ---------------------------------------------------------------------------------------------------------
@@ -179,8 +196,9 @@ class LinksStrategy:
         return {"links": {k: v for k, v in summary.items() if k != "examples"}}
 
     def linked_units(self, hits: Sequence[Hit]) -> tuple[list[Hit], list[str]]:
-        """The second search's hits for the first search's top ``hits``: the first unit of each linked section,
-        scored by the hit that links to it, in the order written; with the anchors whose links were followed."""
+        """The second search's hits for the first search's kept ``hits``: the first unit of each section the top
+        ``follow`` of them link to (a unit among ``hits`` left out), scored by the hit that links to it, in the
+        order written; with the anchors whose links were followed."""
         self._load()
         seen = {h.chunk.id for h in hits}
         out: list[Hit] = []
@@ -206,12 +224,11 @@ class LinksStrategy:
 
     def run(self, retriever: Retriever, question: str, k: int, filters: Any = None,
             history: Sequence[str] = ()) -> Ranking:
-        first = _first(search(retriever, question, k, filters), min(self.config.keep, k))
+        first, keep = search(retriever, question, k, filters), min(self.config.keep, k)
         t0 = time.perf_counter()
-        hits, sources = self.linked_units(first.hits)
-        hits = hits[:max(0, k - len(first.hits))]
+        hits, sources = self.linked_units(first.hits[:keep])
         second = Ranking("links from " + ", ".join(sources), tuple(hits), {"links": time.perf_counter() - t0})
-        return Ranking.from_searches(question, [first, second] if hits else [first])
+        return _merged(question, first, [second] if hits else [], keep, k)
 
 
 # -- history --------------------------------------------------------------------------------------------------------
@@ -318,17 +335,16 @@ class TermsStrategy:
 
     def run(self, retriever: Retriever, question: str, k: int, filters: Any = None,
             history: Sequence[str] = ()) -> Ranking:
-        first = _first(search(retriever, question, k, filters), min(self.config.keep, k))
+        first, keep = search(retriever, question, k, filters), min(self.config.keep, k)
         t0 = time.perf_counter()
         self._load()
         terms = rare_terms(question, [h.chunk.embed_text for h in first.hits[:self.config.look]],
                            self._df or {}, self.config.words, self._stop)
         spent = time.perf_counter() - t0
-        room = k - len(first.hits)
-        if not terms or room <= 0:
-            return Ranking.from_searches(question, [_stage(first, "terms", spent)])
-        second = search(retriever, " ".join(terms), room, filters)
-        return Ranking.from_searches(question, [first, _stage(second, "terms", spent)])
+        if not terms:
+            return _merged(question, _stage(first, "terms", spent), [], keep, k)
+        second = search(retriever, " ".join(terms), keep, filters)
+        return _merged(question, first, [_stage(second, "terms", spent)], keep, k)
 
 
 # -- LLM strategies -------------------------------------------------------------------------------------------------
@@ -425,11 +441,9 @@ class DecomposeStrategy(_LLMStrategy):
                              lambda r: _queries(r, self.config.queries))
         spent = time.perf_counter() - t0
         keep = min(self.config.keep, k)
-        searches = [_stage(_first(search(retriever, question, k, filters), keep), "llm", spent)]
-        for q in subs or ():
-            if q.lower() != question.lower():
-                searches.append(_first(search(retriever, q, keep, filters), keep))
-        return Ranking.from_searches(question, searches)
+        first = _stage(search(retriever, question, k, filters), "llm", spent)
+        later = [search(retriever, q, keep, filters) for q in subs or () if q.lower() != question.lower()]
+        return _merged(question, first, later, keep, k)
 
 
 class RewriteStrategy(_LLMStrategy):
