@@ -5,9 +5,9 @@ docs with ``openinference-instrumentation-llama-index`` recording it into an ``I
 are scored in Python, from a file of the SDK's span JSON and from OTLP JSON encoded by OpenTelemetry's own OTLP
 encoder, by ``ragtune eval --run``: every way gives, question by question, the figures the same retriever gives
 through ``evaluate_llamaindex`` (``evaluate_retriever``). An agent's trace of several searches keeps each search;
-a fusion retriever's sub-retrievals are part of its one search; a LangChain retriever recorded by
-``openinference-instrumentation-langchain`` scores as through ``evaluate_langchain``; malformed files are one-line
-errors.
+a fusion retriever's sub-retrievals are part of its one search; a LangChain retriever and a Haystack BM25 pipeline
+recorded by their OpenInference instrumentations score as through ``evaluate_langchain`` and ``evaluate_haystack``;
+malformed files are one-line errors.
 """
 
 import json
@@ -184,6 +184,45 @@ def test_spans_of_the_langchain_instrumentation_score_as_the_langchain_adapter(b
     result = evaluate_spans(exporter, golden, corpus=corpus, ks=KS)
     assert per_question(result) == per_question(via_adapter)
     assert result.matching["matched"] == TOP * len(golden)
+
+
+def test_spans_of_the_haystack_instrumentation_score_as_the_haystack_adapter(bundled):  # noqa: F811
+    """A Haystack pipeline of BM25 (no model): the root span's input is the pipeline's nested inputs."""
+    pytest.importorskip("openinference.instrumentation.haystack")
+    from haystack import Document, Pipeline as HPipeline
+    from haystack.components.preprocessors import DocumentSplitter
+    from haystack.components.retrievers.in_memory import InMemoryBM25Retriever
+    from haystack.document_stores.in_memory import InMemoryDocumentStore
+    from openinference.instrumentation.haystack import HaystackInstrumentor
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from ragtune.external.haystack import evaluate_haystack
+    from tests.external.test_frameworks import SUBSET
+
+    root, corpus, golden = bundled
+    raw = [Document(content=(root / rel).read_text(), meta={"file_path": str(root / rel)}) for rel in SUBSET]
+    store = InMemoryDocumentStore()
+    store.write_documents(DocumentSplitter(split_by="word", split_length=200).run(raw)["documents"])
+    pipe = HPipeline()
+    pipe.add_component("retriever", InMemoryBM25Retriever(store, top_k=TOP))
+    via_adapter = evaluate_haystack(pipe, golden, corpus=corpus, ks=KS)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    instrumentor = HaystackInstrumentor()
+    instrumentor.instrument(tracer_provider=provider)
+    try:
+        for item in golden:
+            pipe.run({"retriever": {"query": item.q}})
+    finally:
+        instrumentor.uninstrument()
+    traces = traces_from_spans(spans_of(exporter))
+    assert sorted(t.question for t in traces) == sorted(i.q for i in golden)  # read from the pipeline's inputs
+    result = evaluate_spans(exporter, golden, corpus=corpus, ks=KS)
+    assert per_question(result) == per_question(via_adapter)
+    assert via_adapter.metrics["recall@5"] > 0.3
 
 
 @pytest.mark.parametrize("content, message", [

@@ -289,7 +289,8 @@ def traces_from_spans(spans: Sequence[Span], where: str = "spans") -> list[SpanT
             continue
         root = min((s for s in members if s.parent_id is None or s.parent_id not in ids),
                    key=lambda s: (s.start, s.order), default=searches[0])
-        steps = tuple((_query(s), _documents(_with_documents(s, members, ids), where)) for s in searches)
+        steps = tuple((_query(s) or str(s.attributes.get(INPUT, "")),
+                       _documents(_with_documents(s, members, ids), where)) for s in searches)
         question = _query(root) or steps[0][0]
         times = [s.seconds for s in searches]
         seconds = None if any(t is None for t in times) else sum(t for t in times if t is not None)
@@ -342,27 +343,36 @@ def _with_documents(search: Span, members: Sequence[Span], ids: Mapping[str, Spa
 
 
 def _query(s: Span) -> str:
-    """A span's input as text: ``input.value``, or, when that is a JSON object, its query string."""
+    """A span's input as text: ``input.value``, or, when that is JSON (a framework's call arguments), the query
+    string in it: under a key such as ``query``/``query_str``/``question``, nested or not (Haystack's
+    ``{"data": {"retriever": {"query": ...}}}``); "" when it holds none."""
     v = s.attributes.get(INPUT)
     if not isinstance(v, str):
         return ""
     if v[:1] in "{[" and v.rstrip()[-1:] in "}]":
         try:
-            return _query_in(json.loads(v)) or v
+            return _query_in(json.loads(v), 4)
         except ValueError:
             return v
     return v
 
 
-def _query_in(v: Any) -> str:
+def _query_in(v: Any, depth: int) -> str:
     if isinstance(v, str):
         return v
+    if depth <= 0:
+        return ""
     if isinstance(v, Mapping):
         for k in _QUERY_KEYS:
-            q = _query_in(v.get(k))
+            q = _query_in(v.get(k), depth - 1) if k in v else ""
             if q:
                 return q
-    return ""
+        inner: Iterable[Any] = (x for x in v.values() if isinstance(x, (Mapping, list)))
+    elif isinstance(v, list):
+        inner = v
+    else:
+        return ""
+    return next((q for q in (_query_in(x, depth - 1) for x in inner if not isinstance(x, str)) if q), "")
 
 
 def _qid(root: Span, members: Sequence[Span]) -> str | None:
