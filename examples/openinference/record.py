@@ -4,7 +4,7 @@ The app: a LlamaIndex vector index over three pages of ragtune's docs (SentenceS
 as its embedding: offline, no LLM), instrumented by openinference-instrumentation-llama-index. Each question of
 golden.jsonl is one retrieval (its own trace); one more trace is an agent that searched twice for question q51,
 naming it by OpenInference metadata. The spans are written as opentelemetry-sdk's ReadableSpan.to_json() writes
-them, one a line. Needs `pip install 'ragtune[traces]'`; run from the repository root:
+them, one a line. Needs `pip install 'ragtune[traces,llamaindex]'`; run from the repository root:
 
     python examples/openinference/record.py
 

@@ -11,7 +11,7 @@ reached the model (:meth:`ragtune.types.Ranking.from_searches`), so every metric
 The spans come from a file (OTLP JSON or the SDK's span JSON: :mod:`ragtune.evaluate.otel` says which shapes; the
 same file ``ragtune eval --run FILE`` reads), or, in Python, from the spans an ``InMemorySpanExporter`` kept
 (``exporter.get_finished_spans()``, or the exporter itself). Reading needs no OpenTelemetry package; recording
-them needs the instrumentation (``pip install 'ragtune[traces]'``).
+them needs the instrumentation of the app's framework (``pip install 'ragtune[traces]'``).
 """
 
 from __future__ import annotations
