@@ -309,8 +309,8 @@ def test_baseline_choices():
     assert compare(runs, baseline="baseline", metrics="recall@5", samples=50).baseline == "b"
     for bad, text in ((3, "baseline index 3 is out of range for 3 runs"),
                       (-4, "baseline index -4 is out of range for 3 runs"),
-                      (True, "no run named True to use as the baseline; runs: a, b, c; or 'baseline' for a sweep's "
-                             "baseline")):
+                      (True, "no run named True to use as the baseline; runs: a, b, c; or 'baseline' / "
+                             "'recommended' for a sweep's baseline or recommended configuration")):
         with pytest.raises(ConfigError) as e:
             compare(runs, baseline=bad, metrics="recall@5")
         assert str(e.value) == text

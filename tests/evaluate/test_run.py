@@ -85,6 +85,37 @@ def test_load_eval_json_and_sweep_folder(tmp_path):
         load_runs(sweep, name="x")
 
 
+def test_a_sweep_stands_for_the_configuration_it_recommends_not_its_top_row(tmp_path):
+    """Issue 40: load_run of a sweep folder and compare's default baseline took the table's top row; a sweep names
+    one recommended configuration (results.json ``recommended``: here the baseline, nothing being significantly
+    better), and both now take that one and say so."""
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    configs = []
+    for key, label, ranks in (("k1", "top-row", [1, 1, 9]), ("k2", "base", [1, 9, 9]), ("k3", "third", [9, 9, 9])):
+        qs = eval_dict(ranks)["questions"]
+        configs.append({"key": key, "label": label, "metrics": {},
+                        "questions": [{k: q[k] for k in ("id", "answerable", "first_hit_rank", "scores")} for q in qs]})
+    data = {"ks": [5, 10, 20], "baseline": "k2", "configs": configs}
+    (sweep / "results.json").write_text(json.dumps(data))
+    assert load_run(sweep).name == "top-row"  # a results.json from before sweeps recommended: the top row
+    (sweep / "results.json").write_text(json.dumps({**data, "recommended": {"key": "k2", "label": "base"}}))
+    assert load_run(sweep).name == "base" and load_run(sweep, config="k3").name == "third"
+    assert [r.meta["sweep_recommended"] for r in load_runs(sweep)] == [False, True, False]
+    rep = compare([sweep], metrics="recall@5", samples=200)
+    assert rep.baseline == "base" and rep.baseline_basis == "recommended" and rep.systems[0] == "base"
+    assert "against the baseline base (the sweep's recommended configuration)" in rep.digest()
+    assert rep.to_dict()["baseline_basis"] == "recommended" and "recommended configuration" in rep.to_text()
+    assert compare([sweep], baseline="recommended", metrics="recall@5", samples=200).baseline == "base"
+    named = compare([sweep], baseline="third", metrics="recall@5", samples=200)
+    assert named.baseline == "third" and named.baseline_basis == "named" and "(the sweep" not in named.digest()
+    (tmp_path / "new.json").write_text(json.dumps(eval_dict([1, 1, 1])))  # the first input is no sweep: it leads
+    first = compare([tmp_path / "new.json", sweep], metrics="recall@5", samples=200)
+    assert first.baseline == "new" and first.baseline_basis == "first"
+    with pytest.raises(ConfigError, match="no run named 'recommended'"):
+        compare({"x": tmp_path / "new.json", "y": tmp_path / "new.json"}, baseline="recommended", metrics="recall@5")
+
+
 def test_not_a_result_and_missing_path(tmp_path):
     (tmp_path / "x.json").write_text('{"hello": 1}')
     with pytest.raises(ConfigError, match="x.json: not a run: question 'hello' has int 1"):

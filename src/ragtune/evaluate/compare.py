@@ -142,6 +142,7 @@ class Report:
     mde_alpha: float  # the per-comparison alpha the MDE is computed at (alpha / comparisons when corrected)
     target_effect: float
     rows: tuple[ReportRow, ...]
+    baseline_basis: str = "first"  # why it is the baseline: first, named, index, sweep baseline, recommended
 
     def row(self, system: str, metric: str) -> ReportRow:
         for r in self.rows:
@@ -190,7 +191,8 @@ class Report:
         difference would need. The full tables are :meth:`to_text`."""
         comps = self.comparisons
         adj = f"p {self.correction}" if self.correction != "none" else "p"
-        lines = [f"{len(self.systems)} system(s) against the baseline {self.baseline} on {self.n} questions "
+        lines = [f"{len(self.systems)} system(s) against the baseline {self.baseline}{self._basis()} on {self.n} "
+                 f"questions "
                  f"({self.test} test, {self.correction} correction over {len(comps)} comparisons, "
                  f"alpha {self.alpha:g})"]
         for m in self.metrics:
@@ -239,9 +241,15 @@ class Report:
                     lines.append(f"  {label}: {shown}{more}")
         return "\n".join(lines)
 
+    def _basis(self) -> str:
+        """`` (the sweep's recommended configuration)`` when that is why it is the baseline."""
+        return {"recommended": " (the sweep's recommended configuration)",
+                "sweep baseline": " (the sweep's baseline)"}.get(self.baseline_basis, "")
+
     def to_dict(self) -> dict[str, Any]:
-        d = {k: getattr(self, k) for k in ("systems", "baseline", "metrics", "n", "test", "correction", "samples",
-                                            "seed", "alpha", "power", "confidence", "mde_alpha", "target_effect")}
+        d = {k: getattr(self, k) for k in ("systems", "baseline", "baseline_basis", "metrics", "n", "test",
+                                            "correction", "samples", "seed", "alpha", "power", "confidence",
+                                            "mde_alpha", "target_effect")}
         d["systems"], d["metrics"] = list(self.systems), list(self.metrics)
         d["rows"] = [r.to_dict() for r in self.rows]
         d["notes"] = self.notes()
@@ -268,7 +276,7 @@ class Report:
     def _settings(self) -> str:
         return (f"n={self.n} questions · {self.test} test, {self.samples} samples, seed {self.seed} · "
                 f"correction {self.correction} over {len(self.comparisons)} comparisons · alpha {self.alpha:g}, "
-                f"power {self.power:g} · baseline {self.baseline}")
+                f"power {self.power:g} · baseline {self.baseline}{self._basis()}")
 
     def _fixed_broken(self) -> list[str]:
         out = []
@@ -436,7 +444,8 @@ def _upper_mean(run: Run, metric: str, ids: list[str]) -> float | None:
 
 def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
             baseline: Annotated[str | int | None, Opt("the baseline's name (a file stem or a sweep label; 'baseline' "
-                                                      "for a sweep's); default the first run")] = None,
+                                                      "or 'recommended' for a sweep's); default the first run, or "
+                                                      "when it is a sweep, the configuration it recommends")] = None,
             metrics: Sequence[str] | str | None = None, *,
             test: Annotated[str, Opt("paired test: randomization, bootstrap or t-test")] = "randomization",
             correction: Annotated[str, Opt("multiple-comparison correction: holm, bonferroni or none")] = "holm",
@@ -456,8 +465,10 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
     :class:`~ragtune.evaluate.match.MatchOptions`, for how hits match), or a
     ``{name: run}`` mapping.
     Names must be unique. ``baseline`` is a name or an index, default the first run;
-    ``"baseline"`` (when no run has that name) picks the baseline configuration of
-    the one sweep among the inputs.
+    when the first run is a sweep's, the configuration that sweep recommends
+    (results.json ``recommended``), as the report says (``baseline_basis``).
+    ``"baseline"`` or ``"recommended"`` (when no run has that name) picks the baseline or
+    the recommended configuration of the one sweep among the inputs.
     Every run must have each of ``metrics`` for the same answerable questions.
     Without ``metrics``, :func:`default_metrics` (the metric table's ``compare``
     rows at k 10), less any row the baseline was scored without (a row added
@@ -494,7 +505,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
         raise ConfigError(f"alpha must be between 0 and 1, got {alpha!r}")
     parsed = {m: parse_metric(m) for m in metrics}  # every name from the metric table, each @k well formed
     ks = [k for row, k in parsed.values() if k is not None and not row.unit]  # a token budget is no rank cut-off
-    ordered = _baseline_first(_to_runs(runs, golden, corpus, ks, options), baseline)
+    ordered, basis = _baseline_first(_to_runs(runs, golden, corpus, ks, options), baseline)
     base = ordered[0]
     if defaulted:  # a row registered after the baseline was scored: compare the rest
         rows_scored = {m.partition("@")[0] for m in base.metrics}
@@ -522,6 +533,7 @@ def compare(runs: Sequence[Any] | Mapping[str, Any], golden: Any = None,
         systems=tuple(r.name for r in ordered), baseline=base.name, metrics=metrics, n=n, test=test,
         correction=correction, samples=samples, seed=seed, alpha=alpha, power=power, confidence=confidence,
         mde_alpha=mde_alpha, target_effect=target_effect, rows=tuple(ReportRow(**r) for r in rows),
+        baseline_basis=basis,
     )
 
 
@@ -537,8 +549,9 @@ def _metric_names(metrics: Sequence[str] | str | None) -> tuple[str, ...]:
     return metrics
 
 
-def _baseline_first(run_list: list[Run], baseline: str | int | None) -> list[Run]:
-    """The runs with the baseline first, after checking there are two or more, uniquely named, on the same questions."""
+def _baseline_first(run_list: list[Run], baseline: str | int | None) -> tuple[list[Run], str]:
+    """The runs with the baseline first, after checking there are two or more, uniquely named, on the same
+    questions, and why it is the baseline (:func:`_baseline_index`)."""
     if len(run_list) < 2:
         raise ConfigError(f"compare needs at least two runs, got {len(run_list)}")
     names = [r.name for r in run_list]
@@ -546,28 +559,39 @@ def _baseline_first(run_list: list[Run], baseline: str | int | None) -> list[Run
     if dupes:
         raise ConfigError(f"two or more runs are named {', '.join(map(repr, dupes))}; give each a unique name "
                           "(pass a {name: run} mapping, or Run.renamed)")
-    base_i = _baseline_index(run_list, names, baseline)
+    base_i, basis = _baseline_index(run_list, names, baseline)
     base = run_list[base_i]
     ordered = [base] + [r for i, r in enumerate(run_list) if i != base_i]
     for r in ordered[1:]:
         _check_questions(base, r)
-    return ordered
+    return ordered, basis
 
 
-def _baseline_index(run_list: list[Run], names: list[str], baseline: str | int | None) -> int:
-    """The baseline's position: the first run, an index, a name, or ``"baseline"`` for the one sweep's baseline."""
+def _baseline_index(run_list: list[Run], names: list[str], baseline: str | int | None) -> tuple[int, str]:
+    """The baseline's position and why: the first run (``first``), or, when the first run comes from a sweep, the
+    configuration that sweep recommends (``recommended``); an index (``index``), a name (``named``),
+    ``"baseline"`` for the one sweep's baseline (``sweep baseline``) or ``"recommended"`` for the one sweep's
+    recommended configuration (``recommended``)."""
+    def sweep_pick(flag: str, sweep: str | None = None) -> int | None:
+        hits = [i for i, r in enumerate(run_list) if r.meta.get(flag) and sweep in (None, r.meta.get("sweep"))]
+        return hits[0] if len(hits) == 1 else None
+
     if baseline is None:
-        return 0
+        sweep = run_list[0].meta.get("sweep")
+        i = sweep_pick("sweep_recommended", sweep) if sweep else None
+        return (0, "first") if i is None else (i, "recommended")
     if isinstance(baseline, int) and not isinstance(baseline, bool):
         if not -len(run_list) <= baseline < len(run_list):
             raise ConfigError(f"baseline index {baseline} is out of range for {len(run_list)} runs")
-        return baseline % len(run_list)
+        return baseline % len(run_list), "index"
     if baseline in names:
-        return names.index(baseline)
-    if baseline == "baseline" and sum(bool(r.meta.get("sweep_baseline")) for r in run_list) == 1:
-        return next(i for i, r in enumerate(run_list) if r.meta.get("sweep_baseline"))
+        return names.index(baseline), "named"
+    flag = {"baseline": "sweep_baseline", "recommended": "sweep_recommended"}.get(baseline)
+    if flag and (i := sweep_pick(flag)) is not None:
+        return i, "sweep baseline" if baseline == "baseline" else "recommended"
     raise ConfigError(f"no run named {baseline!r} to use as the baseline; runs: {', '.join(names)}"
-                      + ("" if baseline == "baseline" else "; or 'baseline' for a sweep's baseline"))
+                      + ("" if flag else "; or 'baseline' / 'recommended' for a sweep's baseline or recommended "
+                                         "configuration"))
 
 
 @dataclass(frozen=True)

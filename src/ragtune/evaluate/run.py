@@ -54,7 +54,8 @@ class Run:
     eval result keeps the top ``max(ks)`` anchors, a sweep's results.json
     keeps none). ``ks`` are the cut-offs the run was scored at; ``meta`` holds
     where it came from (for a sweep configuration: ``key`` and
-    ``sweep_baseline``, true for the sweep's baseline).
+    ``sweep_baseline``, true for the sweep's baseline, ``sweep_recommended``, true for the configuration it
+    recommends, and ``sweep``, its results.json).
     """
 
     name: str
@@ -350,7 +351,8 @@ def _sweep_runs(p: Path, data: Mapping[str, Any], config: str | None) -> list[Ru
             raise ConfigError(f"{p}: no configuration {config!r}; keys: {', '.join(c['key'] for c in data['configs'])}")
     runs = []
     for c in configs:
-        meta = {"key": c["key"], "sweep_baseline": c["key"] == data.get("baseline")}
+        meta = {"key": c["key"], "sweep_baseline": c["key"] == data.get("baseline"), "sweep": str(p),
+                "sweep_recommended": c["key"] == (data.get("recommended") or {}).get("key")}
         questions = c.get("questions")
         run_file = p.parent / "runs" / f"{c['key']}.json"
         if questions is None and run_file.exists():
@@ -428,8 +430,9 @@ def _json_object_or_none(p: Path) -> dict[str, Any] | None:
 def load_run(path: str | os.PathLike[str], *, golden: Any = None, corpus: Any = None, name: str | None = None,
              config: str | None = None, ks: Sequence[int] = DEFAULT_KS,
              options: MatchOptions | Mapping[str, Any] | None = None) -> Run:
-    """One run from ``path`` (see :func:`load_runs`); for a sweep, the top-ranked configuration
-    unless ``config`` names another."""
+    """One run from ``path`` (see :func:`load_runs`); for a sweep, the configuration it recommends (results.json
+    ``recommended``: the selection rule's choice, or the baseline when nothing is significantly better; the
+    top-ranked row for a results.json written before sweeps recommended one) unless ``config`` names another."""
     runs = load_runs(path, golden=golden, corpus=corpus, config=config, ks=ks, options=options)
-    run = runs[0]
+    run = next((r for r in runs if r.meta.get("sweep_recommended")), runs[0])
     return run.renamed(name) if name is not None else run
