@@ -282,3 +282,26 @@ def test_span_shapes_read_alike():
         ((query, hits),) = trace.searches
         assert query == "what?"
         assert hits == ({"path": "/srv/docs/a.md", "text": "Text one", "score": 0.5}, {"id": "guide.md#refunds"})
+
+
+def test_what_names_the_question_and_which_spans_are_searches():
+    """A root's ``ragtune.qid`` names the question; searches are the outermost retriever spans by start time (file
+    order aside); one that records no documents takes those of the retriever span inside it."""
+    def span(sid, parent, start, kind=None, **attrs):
+        a = {"openinference.span.kind": kind, **attrs} if kind else attrs
+        return {"name": sid, "context": {"trace_id": "0x" + "1" * 32, "span_id": "0x" + sid * 16},
+                "parent_id": "0x" + parent * 16 if parent else None, "start_time": start, "attributes": a}
+
+    doc = {"retrieval.documents.0.document.content": "found", "retrieval.documents.0.document.id": "a.md#x"}
+    spans = parse_spans([
+        span("2", "1", 30, "RETRIEVER", **{"input.value": "second"}),  # read first, started last
+        span("3", "2", 31, "RETRIEVER", **{"input.value": '{"query_bundle": {"query_str": "second"}}'}, **doc),
+        span("1", None, 10, "AGENT", **{"input.value": "the user's words", "ragtune.qid": "q7"}),
+        span("4", "1", 20, "RETRIEVER", **{"input.value": "first"}, **doc),
+        span("5", "4", 21, "EMBEDDING", **{"input.value": "first"}),
+    ])
+    (trace,) = traces_from_spans(spans)
+    assert (trace.qid, trace.question) == ("q7", "the user's words")
+    assert [q for q, _ in trace.searches] == ["first", "second"]
+    assert [hits for _, hits in trace.searches] == [({"id": "a.md#x", "text": "found"},)] * 2
+    assert trace.seconds is None  # no end times recorded
