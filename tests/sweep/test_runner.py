@@ -236,3 +236,19 @@ def test_chunkings_are_cached_on_disk_by_corpus_and_config(setup, monkeypatch):
     second = run_sweep(corpus, golden, grid, out / "b", show_progress=False)  # fresh output, warm chunk cache
     assert len(calls) == n
     assert [r["result"]["metrics"] for r in first] == [r["result"]["metrics"] for r in second]
+
+
+def test_a_conversation_turn_with_other_history_is_another_golden_set():
+    """A sweep folder's state names the golden set by its items; a turn asked after other questions is another
+    question (the history strategy searches with them), so its fingerprint differs."""
+    from dataclasses import replace
+
+    from ragtune.golden import GoldenItem, GoldenSet
+    from ragtune.sweep.runner import golden_fingerprint
+
+    turn = GoldenItem(id="c1#2", q="and how do I test it?", relevant={"a.md#x": 2}, conversation="c1", turn=1,
+                      history=("How do I write a dependency?",))
+    other = replace(turn, history=("How do I write a middleware?",))
+    assert golden_fingerprint(GoldenSet([turn])) != golden_fingerprint(GoldenSet([other]))
+    plain = GoldenItem(id="q1", q="What is a dependency?", relevant={"a.md#x": 2})
+    assert golden_fingerprint(GoldenSet([plain])) == golden_fingerprint(GoldenSet([replace(plain)]))

@@ -48,7 +48,10 @@ def golden_fingerprint(golden: GoldenSet) -> str:
 
     h = hashlib.sha256()
     for item in golden:
-        h.update(json.dumps(item.to_dict(), sort_keys=True).encode())
+        d = item.to_dict()
+        if getattr(item, "history", ()):  # a conversation's turn: its earlier questions are part of what it asks
+            d = {**d, "history": list(item.history)}
+        h.update(json.dumps(d, sort_keys=True).encode())
     return h.hexdigest()[:16]
 
 
