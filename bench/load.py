@@ -3,8 +3,10 @@
     python bench/load.py --corpus ../shared/datasets/fastapi_docs/md/docs/en/docs --clients 32 --seconds 20
     python bench/load.py --corpus ... --clients 32 --seconds 40 --lock-log 30   # fault: the log locked 30 s
     python bench/load.py --corpus ... --clients 32 --seconds 20 --engine milvus   # the index in Milvus Lite
+    python bench/load.py --corpus ... --retriever dense --engine milvus --milvus-uri http://127.0.0.1:19530  # a server
     python bench/load.py --corpus ... --clients 32 --seconds 20 --workers 2   # two server processes
     python bench/load.py --corpus ... --clients 32 --seconds 30 --idle-sockets 1100   # a slowloris, 1,024 files
+    python bench/load.py --corpus ... --golden G --retriever dense --migrate e5-small   # blue/green under load
 
 With ``--engine milvus`` the store's version lives in a ``milvus-lite server`` started on loopback for the run
 (one Lite file serves several processes only through its server): the builder and the server reach it by URI.
@@ -22,8 +24,16 @@ many were held, how many reopened, the most descriptors the server held, and the
 the run fails unless every search succeeded and /health stayed under 100 ms at p95. With ``--lock-log S``,
 another connection holds an
 exclusive lock on the telemetry log for S seconds from 2 s into the run (as a retention DELETE would), and
-the /health and /search figures during the lock are reported apart. Traffic goes to 127.0.0.1 only and stops
-by itself; the temporary folder is removed at the end.
+the /health and /search figures during the lock are reported apart. With ``--migrate EMBEDDER`` (a dense or
+hybrid store, ``--golden`` for the evaluation), a blue/green migration runs while the clients send requests:
+from 2 s into the run, ``migrate`` builds a green version with EMBEDDER beside the blue one, evaluates both and
+promotes green (``--max-drop``, 1.0 by default, so that the switch happens whatever the figures); once an
+answer names green, it is served ``--seconds`` more, then the store is rolled back to blue, and once an answer
+names blue again, that is served ``--seconds`` more. Every /search answer is then
+checked against its version: its hits (ids and scores) must be those the version it names gives for that
+question, searched afterwards through ``load_pipeline`` (an answer naming one version with hits of another
+is a mixed answer); the run fails on any failed request or mixed answer, or if one version was never served.
+Traffic goes to 127.0.0.1 only and stops by itself; the temporary folder is removed at the end.
 """
 
 from __future__ import annotations
@@ -68,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lock-log", type=float, default=0, dest="lock_log", metavar="SECONDS",
                     help="hold an exclusive lock on the telemetry log this long, from 2 s into the run")
     ap.add_argument("--engine", default="embedded", choices=["embedded", "milvus"])
+    ap.add_argument("--milvus-uri", dest="milvus_uri", help="with --engine milvus: a running Milvus server's URL "
+                    "(e.g. the `milvus` package's standalone server) instead of a milvus-lite server started here")
     ap.add_argument("--workers", type=int, default=1, help="server processes (ragtune serve --workers)")
     ap.add_argument("--idle-sockets", type=int, default=0, dest="idle_sockets", metavar="N",
                     help="hold N idle connections (half with an unfinished head) open through the run, reopening "
@@ -76,8 +88,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="the server's soft open-file limit (default 1024 with --idle-sockets, else inherited)")
     ap.add_argument("--idle-reopen", type=float, default=100, dest="idle_reopen", metavar="PER_S",
                     help="with --idle-sockets, reopen at most this many closed idle sockets per second (default 100)")
+    ap.add_argument("--migrate", metavar="EMBEDDER", help="migrate the store to EMBEDDER under load, then roll back "
+                    "(needs --golden and a dense or hybrid --retriever)")
+    ap.add_argument("--max-drop", type=float, default=1.0, dest="max_drop", help="with --migrate (default 1.0)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
+    if args.migrate and (not args.golden or args.retriever == "bm25"):
+        ap.error("--migrate needs --golden (the migration's evaluation) and --retriever dense or hybrid")
 
     import ragtune as rt
     from ragtune.pipeline import PipelineConfig
@@ -121,10 +138,13 @@ def run(args, questions, work: Path, rt, PipelineConfig, IndexStore, build_versi
     if args.engine == "milvus":
         from ragtune.engines import engine_retriever
 
-        milvus, uri = milvus_server(work)
+        milvus, uri = (None, args.milvus_uri) if args.milvus_uri else milvus_server(work)
         flags.update(retriever=engine_retriever("milvus", args.retriever), milvus_uri=uri)
     try:
+        t0 = time.perf_counter()
         build_version(store, rt.load_corpus(args.corpus), PipelineConfig.from_flags(flags))
+        args.build_s = time.perf_counter() - t0
+        args.store = store
         return serve(args, questions, work, store)
     finally:
         if milvus is not None:
@@ -167,6 +187,67 @@ def serve(args, questions, work: Path, store) -> int:
         server_err.close()
 
 
+def _until_served(version: str, served: list[str], limit: float = 300) -> float | None:
+    """Seconds until an answer from now on names ``version`` (None: not within ``limit``)."""
+    t0, seen = time.time(), len(served)
+    while time.time() - t0 < limit:
+        if version in served[seen:]:
+            return time.time() - t0
+        time.sleep(0.1)
+    return None
+
+
+def migrate_and_rollback(args, start: float, served: list[str]) -> dict:
+    """From 2 s into the run: migrate the store to ``args.migrate`` (promoting green), serve it ``args.seconds``
+    from its first answer, roll back to blue, serve that ``args.seconds`` from its first answer; when each step
+    ended, in seconds from the start. ``served``: the version each answer named, in order."""
+    import ragtune as rt
+    from ragtune.store import migrate
+
+    time.sleep(2)
+    store, out = args.store, {"embedder": args.migrate}
+    blue = store.current_id()
+    t0 = time.time()
+    report = migrate(store, args.migrate, rt.load_golden(args.golden), max_drop=args.max_drop, samples=1000)
+    out.update(blue=blue, green=report["green"], promoted=report["promoted"], migrate_s=time.time() - t0,
+               promoted_at_s=time.time() - start, comparison=report["text"])
+    out["green_served_after_s"] = _until_served(report["green"], served)
+    time.sleep(args.seconds)
+    store.rollback()
+    out["rolled_back_at_s"] = time.time() - start
+    out["blue_served_after_s"] = _until_served(blue, served)
+    time.sleep(args.seconds)
+    return out
+
+
+def check_answers(store, answers: list[dict], versions: list[str]) -> dict:
+    """Each /search answer against the version it names: the same hits (ids, scores to 1e-4) as that version
+    gives for the question when searched now through ``load_pipeline``; any other answer is mixed. Also how many
+    of the questions get different hits from the ``versions`` (blue and green): where they do not, a mixed answer
+    could not be told apart."""
+    from ragtune.store import load_pipeline
+
+    pipes, want, mixed, served = {}, {}, [], {}
+
+    def expected(v: str, q: str) -> list[tuple[str, float]]:
+        if (v, q) not in want:
+            if v not in pipes:
+                pipes[v] = load_pipeline(store, v)
+            want[v, q] = [(h.chunk.id, h.score) for h in pipes[v].retriever.search(q, k=5).hits]
+        return want[v, q]
+
+    for a in answers:
+        v, q = a["version"], a["query"]
+        served[v] = served.get(v, 0) + 1
+        got, w = [(h["chunk_id"], h["score"]) for h in a["hits"]], expected(v, q)
+        if not (len(got) == len(w) and all(g[0] == x[0] and abs(g[1] - x[1]) <= 1e-4 for g, x in zip(got, w))):
+            mixed.append({"version": v, "query": q, "got": got[:3], "want": w[:3]})
+    questions = sorted({a["query"] for a in answers})
+    differ = sum(1 for q in questions if len({tuple(i for i, _ in expected(v, q)) for v in versions}) > 1)
+    return {"answers_checked": len(answers), "served": served, "mixed": len(mixed), "mixed_examples": mixed[:3],
+            "questions": len(questions), "questions_whose_hits_differ_between_versions": differ}
+
+
 def drive(args, questions, server, server_err, port: int, log_path: Path) -> int:
     url = f"http://127.0.0.1:{port}"
     deadline = time.time() + 120
@@ -191,14 +272,28 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     start = time.time()
     end = start + args.seconds
     window: list[float] = []  # when the log lock was held: [from, to] in time.time()
+    answers: list[dict] = []  # with --migrate: every /search answer, checked against its version at the end
+    served: list[str] = []  # the version each of those named
+    migration: dict = {}
+
+    def migrate_then_rollback() -> None:  # the clients run until this is done
+        nonlocal end
+        try:
+            migration.update(migrate_and_rollback(args, start, served))
+        except Exception as e:  # noqa: BLE001 - reported in the figures, and the run fails
+            migration["failed"] = f"{type(e).__name__}: {e}"
+        end = time.time()
 
     def request(path: str, body: bytes | None) -> None:
         req = urllib.request.Request(url + path, data=body, headers={"Content-Type": "application/json"})
         t0, p0 = time.time(), time.perf_counter()
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
-                r.read()
+                got = r.read()
                 ok = r.status == 200
+                if ok and args.migrate and path == "/search":
+                    answers.append(json.loads(got))
+                    served.append(answers[-1]["version"])
         except (urllib.error.URLError, OSError):
             ok = False
         dt = time.perf_counter() - p0
@@ -212,7 +307,8 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
         i = cid
         while time.time() < end:
             path = "/search" if i % 2 == 0 else "/answer"
-            request(path, json.dumps({"query": questions[i % len(questions)], "k": 5}).encode())
+            q = questions[(i // 2 if args.migrate else i) % len(questions)]  # --migrate: every question searched
+            request(path, json.dumps({"query": q, "k": 5}).encode())
             i += 1
 
     def health() -> None:
@@ -303,6 +399,9 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
         threads.append(threading.Thread(target=hold_lock))
     if args.idle_sockets:
         threads.append(threading.Thread(target=hold_idle))
+    if args.migrate:
+        end = start + 3600  # until the migration and the rollback are over
+        threads.append(threading.Thread(target=migrate_then_rollback))
     t0 = time.perf_counter()
     for t in threads:
         t.start()
@@ -325,7 +424,7 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     except sqlite3.Error:
         log_rows = None
     figures: dict = {"clients": args.clients, "seconds": wall, "retriever": args.retriever, "engine": args.engine,
-                     "workers": args.workers, "log_rows": log_rows,
+                     "workers": args.workers, "log_rows": log_rows, "build_s": args.build_s,
                      "load_average_1m": os.getloadavg()[0], "cpus": os.cpu_count()}
     for path, rows in results.items():
         figures[path] = {"requests": len(rows), "errors": errors[path], "per_s": len(rows) / wall,
@@ -341,6 +440,13 @@ def drive(args, questions, server, server_err, port: int, log_path: Path) -> int
     figures["total_per_s"] = sum(len(results[p]) for p in ("/search", "/answer")) / wall
     figures["errors"] = sum(errors.values())
     ok = figures["errors"] == 0
+    if args.migrate:
+        migration.update(check_answers(args.store, answers, [v for v in (migration.get("blue"),
+                                                                              migration.get("green")) if v]))
+        server_err.seek(0)  # what the server said about loading the versions
+        migration["server_said"] = [line for line in server_err.read().splitlines() if "version" in line][-6:]
+        figures["migration"] = migration
+        ok = ok and "failed" not in migration and migration["mixed"] == 0 and len(migration["served"]) == 2
     if args.idle_sockets:
         server_err.flush()
         p95 = figures["/health"]["p95_ms"]
