@@ -64,7 +64,8 @@ def evaluate_outside(
     golden: str, *,
     endpoint: Annotated[str | None, Opt("evaluate a search service over HTTP instead of a ragtune pipeline",
                                         metavar="URL")] = None,
-    run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL",
+    run: Annotated[str | None, Opt("score a run file: TREC (qid Q0 doc rank score tag), ragtune JSON or JSONL, a "
+                                   "JSONL trace or OpenInference spans (OTLP JSON)",
                                    metavar="FILE")] = None,
     split: str | None = None, corpus: Any = None, ks: Sequence[int] = (5, 10, 20), depth: int = 100,
     filters: Sequence[str] = (), labels: str = "human", request: EndpointOptions = EndpointOptions(),
