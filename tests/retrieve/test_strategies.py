@@ -254,3 +254,22 @@ def test_a_store_version_is_searched_by_a_strategy(corpus, tmp_path):
     ranking = p.retriever.search("How do I catch an exception with try and except?", k=10)
     assert [h.chunk.anchor for h in ranking.searches[1].hits] == ["cleanup.md#finally-clause"]
     assert open_pipeline(store=str(store.root)).strategy is None
+
+
+def test_a_search_space_takes_strategies_and_their_options_where_they_apply():
+    from ragtune.errors import GridError
+    from ragtune.sweep.space import parse_space
+
+    base = {"metric": "recall@5", "baseline": {"retriever": "bm25", "chunker": "section"}}
+    _, space = parse_space({**base, "space": {"retriever": ["bm25"], "chunker": ["section"],
+                                              "strategy": ["single", "links", "history"],
+                                              "strategy_keep": {"low": 1, "high": 5, "step": 2},
+                                              "strategy_window": [1, 2]}})
+    assert space.points == 1 + 3 + 2  # single takes neither option; links takes keep (1, 3, 5); history window
+    assert space.applies("strategy_keep", {"strategy": "links"}) and not space.applies("strategy_keep", {})
+    lines = dict(line.split(None, 1) for line in space.describe()[:-1])
+    assert lines["strategy_keep"].endswith("(only with strategies links)")
+    with pytest.raises(GridError, match="space.strategy_window applies only to strategies history, and the space"):
+        parse_space({**base, "space": {"strategy": ["single", "links"], "strategy_window": [1, 2]}})
+    with pytest.raises(GridError, match="unknown strategy 'link'"):
+        parse_space({**base, "space": {"strategy": ["link"]}})

@@ -21,7 +21,8 @@ choices or a range::
 
 Keys are conditional, as the registries say: a key applies to a configuration only when its chunker, retriever or
 reranker takes it (``size`` and ``overlap`` to the size-based chunkers, ``rrf_k`` and ``weights`` to hybrid
-retrieval, ``candidates`` and ``rerank_*`` to configurations with a reranker, ``embedder`` to those that embed), and
+retrieval, ``candidates`` and ``rerank_*`` to configurations with a reranker, ``embedder`` to those that embed,
+``strategy_*`` to those whose strategy takes the option: ``strategy_window`` to ``history``), and
 a search suggests it only there. So the number of points is the sum, over the choices of chunker x retriever x
 reranker, of the product of the sizes of the keys that apply (finite when every range is stepped or of integers).
 
@@ -43,15 +44,16 @@ from typing import Any
 
 from ..config import config_key
 from ..errors import ConfigError, GridError
-from ..pipeline import ALIASES, DEFAULT_RETRIEVER, PIPELINE_KEYS, RERANK_PREFIX, PipelineConfig, option_owners, \
-    option_types
-from ..registry import CHUNKERS, RERANKERS, RETRIEVERS, did_you_mean
+from ..pipeline import ALIASES, DEFAULT_RETRIEVER, DEFAULT_STRATEGY, PIPELINE_KEYS, RERANK_PREFIX, STRATEGY_PREFIX, \
+    PipelineConfig, option_owners, option_types
+from ..registry import CHUNKERS, RERANKERS, RETRIEVERS, STRATEGIES, did_you_mean
 from .grid import SETTINGS, Grid, parse_settings
 
 __all__ = ["Dim", "Space", "parse_space", "SPACE_TOP_LEVEL", "search_text"]
 
 SPACE_TOP_LEVEL = (*SETTINGS, "baseline", "space")
-STRUCTURAL = ("chunker", "engine", "retriever", "rerank")  # the keys whose choice decides which others apply
+# the keys whose choice decides which others apply
+STRUCTURAL = ("chunker", "engine", "retriever", "rerank", "strategy")
 RANGE_KEYS = ("low", "high", "step", "log")
 CORNERS_IN_FULL = 64  # corner configurations checked in full per choice of chunker x retriever x reranker
 
@@ -223,9 +225,17 @@ def _entries(flags: Mapping[str, Any]) -> tuple[Any, Any, Any]:
             RERANKERS.get(rerank) if rerank else None)
 
 
+def _strategy_option(key: str) -> str | None:
+    """The strategy option a ``strategy_<option>`` key names (None: not such a key)."""
+    name = key[len(STRATEGY_PREFIX):] if key.startswith(STRATEGY_PREFIX) else None
+    return name if name in option_types("strategy") else None
+
+
 def _applies(key: str, flags: Mapping[str, Any]) -> bool:
     if key in STRUCTURAL or key in ("prefix", "filter"):
         return True
+    if _strategy_option(key):
+        return _strategy_option(key) in STRATEGIES.get(flags.get("strategy") or DEFAULT_STRATEGY).options
     c, r, x = _entries(flags)
     if key == "embedder":
         return r.uses_embedder or bool(c and c.uses_embedder)
@@ -247,6 +257,9 @@ def _takers(key: str, combos: Sequence[Mapping[str, Any]]) -> str:
         return "reranker " + ", ".join(names) if names else "a reranker"
     if key == "embedder":
         return "retrievers that embed"
+    if _strategy_option(key):
+        return "strategies " + ", ".join(sorted({c.get("strategy") or DEFAULT_STRATEGY for c in combos
+                                                  if _applies(key, c)}))
     stage = "chunker" if key in option_owners("chunker") else "retriever"
     names = sorted({_entries(c)[0 if stage == "chunker" else 1].name for c in combos if _applies(key, c)})
     return f"{stage}s " + ", ".join(names)
@@ -260,6 +273,8 @@ def _option_type(key: str) -> Any:
         return bool
     if key.startswith(RERANK_PREFIX) and key[len(RERANK_PREFIX):] in option_types("reranker"):
         hint = option_types("reranker")[key[len(RERANK_PREFIX):]]
+    elif _strategy_option(key):
+        hint = option_types("strategy")[_strategy_option(key)]
     else:
         hint = {**option_types("retriever"), **option_types("chunker")}.get(key)
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -347,7 +362,8 @@ def parse_space(data: Mapping[str, Any], *, source: str | None = None,
                         "\"section\"] and size = {low = 128, high = 1024, step = 64}")
         raw = {}
     c_owners, r_owners, x_types = option_owners("chunker"), option_owners("retriever"), option_types("reranker")
-    valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in x_types)})
+    valid = sorted({*PIPELINE_KEYS, *c_owners, *r_owners, *(RERANK_PREFIX + t for t in x_types),
+                    *(STRATEGY_PREFIX + t for t in option_types("strategy"))})
     dims: dict[str, Dim] = {}
     for key, value in raw.items():
         k = _normal(key)
@@ -372,6 +388,8 @@ def parse_space(data: Mapping[str, Any], *, source: str | None = None,
                     RETRIEVERS.get(name)
                 elif k == "rerank" and name not in ("", None):
                     RERANKERS.get(name)
+                elif k == "strategy":
+                    STRATEGIES.get(name)
             except ConfigError as e:
                 problems.append(f"{table}.{k}: {e}")
     order = [*STRUCTURAL, "prefix", "embedder", "filter"]
@@ -433,6 +451,10 @@ def _never(key: str, space: Space, table: str) -> str:
     if key == "embedder":
         return (f"{table}.embedder applies only to retrievers that embed (dense, hybrid), and the space's retrievers "
                 f"do not: add one to {table}.retriever, or remove embedder")
+    if _strategy_option(key):
+        takers = [e.name for e in STRATEGIES if _strategy_option(key) in e.options]
+        return (f"{table}.{key} applies only to strategies {', '.join(takers)}, and the space has none of them: add "
+                f"one to {table}.strategy, or remove {key}")
     c_owners, r_owners = option_owners("chunker"), option_owners("retriever")
     stage, takers = ("chunker", c_owners[key]) if key in c_owners else ("retriever", r_owners.get(key, []))
     d = space.dim(stage)
