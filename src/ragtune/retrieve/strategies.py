@@ -3,8 +3,8 @@
 A strategy gets the pipeline's retriever and the question (with the questions of the earlier turns of its
 conversation, when it has some) and returns one :class:`~ragtune.types.Ranking`: with more than one search, its
 ``searches`` hold each search (its own query, hits and timings) in the order made, and its ``hits`` are what
-reached the model (:meth:`Ranking.from_searches`), so every metric scores it unchanged and the per-search figures
-read ``searches``. Entries (registry ``STRATEGIES``):
+reached the model (below; a chunk two searches found is there once), so every metric scores it unchanged and the
+per-search figures read ``searches``. Entries (registry ``STRATEGIES``):
 
 - ``single`` (the default): one search of the question, the pipeline exactly as without a strategy stage;
 - ``links``: search the question; then, as a second search, the sections the corpus's own cross-references point
