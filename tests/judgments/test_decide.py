@@ -245,3 +245,26 @@ def test_judged_holes_are_certain_and_the_rest_follow_the_sample_or_the_fallback
         DecisionModel(records, "recall@1", sample=sample)
     with pytest.raises(ConfigError, match="none of the golden set's"):
         sample_probability(draw_sample({"zz": [("a", 1), ("b", 1)]}, 2), golden, lambda q, a, r: 0.5)
+
+
+def test_sweep_pool_sample_reads_the_judged_sample_and_refuses_a_missing_file(tmp_path, capsys):
+    from ragtune.cli import main
+    from tests.helpers import SWEEP_DOCS, SWEEP_QUESTIONS, golden_rows, write_files, write_jsonl
+
+    corpus = write_files(tmp_path / "c", SWEEP_DOCS)
+    golden = write_jsonl(tmp_path / "g.jsonl", golden_rows(SWEEP_QUESTIONS))
+    (tmp_path / "grid.yaml").write_text(json.dumps(SWEEP_GRID))  # JSON is YAML
+    base = ["sweep", "--corpus", str(corpus), "--golden", str(golden), "--grid", str(tmp_path / "grid.yaml")]
+    assert main([*base, "--out", str(tmp_path / "a"), "--pool-sample", str(tmp_path / "none.jsonl")]) == 2
+    assert "none.jsonl: no such pool file" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()  # refused before the sweep ran
+    assert main([*base, "--out", str(tmp_path / "a"), "--json"]) == 0
+    capsys.readouterr()
+    pool = tmp_path / "pool.jsonl"
+    assert main(["pool", str(tmp_path / "a"), "--golden", str(golden), "--corpus", str(corpus), "--sample", "8",
+                 "--out", str(pool)]) == 0
+    capsys.readouterr()
+    assert main([*base, "--out", str(tmp_path / "b"), "--pool-sample", str(pool), "--json"]) == 0
+    note = json.loads(capsys.readouterr().out)["judged_note"]  # nothing judged yet: the depth estimate stays
+    assert "no draw of the pool sample is judged yet" in note and note == json.loads(
+        (tmp_path / "b" / "results.json").read_text())["judged_note"]

@@ -201,8 +201,12 @@ class SweepResult:
         if min(judged) >= 1.0:
             return head + ": every top-10 hit has a judgment"
         if decided:
-            chance = ("its chance estimated from the judged pool sample" if self.judged_sample is not None
-                      else "its estimated chance")
+            chance = "its estimated chance"
+            if self.judged_sample is not None:
+                from ..judgments.estimate import sampled_relevance
+
+                chance = ("its chance estimated from the judged pool sample" if sampled_relevance(*self.judged_sample)[1]
+                          else "its chance estimated by depth: no draw of the pool sample is judged yet")
             if not moved:
                 return (f"{head}; the unjudged hits cannot change the recommendation at {CONFIDENCE:.0%} confidence "
                         f"(each drawn relevant with {chance})")
