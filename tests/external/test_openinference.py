@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from ragtune import GoldenSet
 from ragtune.cli import main
 from ragtune.errors import ConfigError
 from ragtune.evaluate.formats import read_run
 from ragtune.evaluate.otel import parse_spans, traces_from_spans
+from ragtune.golden import GoldenItem
 
 pytest.importorskip("llama_index.core")
 pytest.importorskip("openinference.instrumentation.llama_index")
@@ -137,6 +139,30 @@ def test_an_agents_searches_stay_apart_and_are_merged_in_order(recorded):
     merged = list(dict.fromkeys(where(n) for n in [*first, *second]))  # in order, a chunk seen before left out
     assert len(merged) < len(first) + len(second)  # the second search found some of the first's chunks again
     assert [(r["doc_id"], r["start"]) for r in question.retrieved] == merged
+
+
+def test_a_sessions_traces_are_its_conversation_turns(recorded):
+    """Traces in an OpenInference session no qid names are the session's turns, ``c1#1``, ``c1#2`` by start, as
+    golden conversation turns are named: a follow-up the app searched with other words is still its turn."""
+    from openinference.instrumentation import using_session
+
+    from ragtune.external.llamaindex import evaluate_llamaindex
+
+    retriever, exporter, _, golden, corpus, _ = recorded
+    a, b = golden.items[0], golden.items[1]
+    turns = GoldenSet([GoldenItem("c1#1", a.q, dict(a.relevant), conversation="c1", turn=0),
+                       GoldenItem("c1#2", "and the other one?", dict(b.relevant), conversation="c1", turn=1,
+                                  history=(a.q,))], source="a conversation")
+    exporter.clear()
+    with using_session("c1"):
+        retriever.retrieve(a.q)
+        retriever.retrieve(b.q)  # the app searched the follow-up with the history folded in: not the turn's words
+    assert [t.qid for t in traces_from_spans(spans_of(exporter))] == ["c1#1", "c1#2"]
+    result = evaluate_spans(exporter, turns, corpus=corpus, ks=KS)
+    asked = GoldenSet([GoldenItem("c1#1", a.q, dict(a.relevant)), GoldenItem("c1#2", b.q, dict(b.relevant))],
+                      source="the same questions")
+    assert per_question(result) == per_question(evaluate_llamaindex(retriever, asked, corpus=corpus, ks=KS))
+    assert [(q.conversation, q.turn) for q in result.questions] == [("c1", 0), ("c1", 1)]
 
 
 def test_a_fusion_retrievers_sub_retrievals_are_part_of_its_one_search(recorded):

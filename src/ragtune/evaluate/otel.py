@@ -23,7 +23,10 @@ What makes a question of a trace (:func:`traces_from_spans`):
 - the trace's **searches** are its RETRIEVER spans that no other RETRIEVER span encloses (a fusion retriever's
   span is the search; the sub-retrievers it called are part of it), by start time, ties in the order read;
 - its **question id**: an attribute ``ragtune.qid`` on any of its spans, or ``qid`` in the OpenInference
-  ``metadata`` attribute (``using_metadata({"qid": "q1"})``), the root span's first;
+  ``metadata`` attribute (``using_metadata({"qid": "q1"})``), the root span's first; else, for a trace in an
+  OpenInference session (``session.id``, ``using_session("c1")``), ``<session>#<n>``, its turn in the session by
+  start time, as a golden conversation's turns are named (``c1#2``; a reader whose golden set has no such id falls
+  back to the question's text);
 - its **question**: the root span's ``input.value`` (a JSON input: its query string), else the first search's query;
 - each **hit** is named by what its document's metadata says it is (``anchor``, ``url``, ``file_path``,
   ``source``, ``path``, ``file_name``, ``doc_id``), else by ``document.id`` (LlamaIndex writes a node's random id
@@ -36,7 +39,7 @@ import base64
 import json
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -52,6 +55,7 @@ __all__ = ["Span", "SpanTrace", "read_spans", "parse_spans", "traces_from_spans"
 SPAN_KIND = "openinference.span.kind"
 RETRIEVER = "RETRIEVER"
 QID_ATTRIBUTE = "ragtune.qid"
+SESSION = "session.id"
 INPUT = "input.value"
 DOCUMENTS = "retrieval.documents"
 #: document metadata keys that name what a hit is, in the order preferred, with the hit field each becomes
@@ -278,6 +282,7 @@ def traces_from_spans(spans: Sequence[Span], where: str = "spans") -> list[SpanT
     """One :class:`SpanTrace` per trace that holds a RETRIEVER span, in the order their first spans were read
     (the rules are in the module docstring). Spans with no RETRIEVER span at all is a :class:`ConfigError`."""
     by_trace: dict[str, list[Span]] = {}
+    sessions: dict[str, tuple[str | None, int, int]] = {}
     for s in spans:
         by_trace.setdefault(s.trace_id, []).append(s)
     out = []
@@ -295,12 +300,28 @@ def traces_from_spans(spans: Sequence[Span], where: str = "spans") -> list[SpanT
         times = [s.seconds for s in searches]
         seconds = None if any(t is None for t in times) else sum(t for t in times if t is not None)
         out.append(SpanTrace(trace_id, _qid(root, members), question, steps, seconds))
+        sessions[trace_id] = (_attribute(root, members, SESSION), root.start, root.order)
     if not out:
         kinds = sorted({s.kind or "none" for s in spans})
         raise ConfigError(f"{where}: {len(spans)} span(s) in {len(by_trace)} trace(s), none a RETRIEVER span "
                           f"(openinference.span.kind: {', '.join(kinds)}); record the app with an OpenInference "
                           "instrumentation, whose retriever spans carry retrieval.documents")
-    return out
+    return _turns(out, sessions)
+
+
+def _turns(traces: list[SpanTrace], sessions: Mapping[str, tuple[str | None, int, int]]) -> list[SpanTrace]:
+    """Traces of one OpenInference session (``session.id``) that no qid names become its turns, ``<session>#<n>``
+    by start time, as a golden conversation's turns are named (``c1#2``)."""
+    turns: dict[str, list[SpanTrace]] = {}
+    for t in traces:
+        session = sessions[t.trace_id][0]
+        if t.qid is None and session is not None:
+            turns.setdefault(session, []).append(t)
+    named = {}
+    for session, members in turns.items():
+        for n, t in enumerate(sorted(members, key=lambda t: sessions[t.trace_id][1:]), start=1):
+            named[t.trace_id] = replace(t, qid=f"{session}#{n}")
+    return [named.get(t.trace_id, t) for t in traces]
 
 
 def read_traces(path: str | os.PathLike[str]) -> list[SpanTrace]:
@@ -376,14 +397,27 @@ def _query_in(v: Any, depth: int) -> str:
 
 
 def _qid(root: Span, members: Sequence[Span]) -> str | None:
-    for s in (root, *sorted(members, key=lambda s: (s.start, s.order))):
-        v = s.attributes.get(QID_ATTRIBUTE)
-        if v is None:
+    qid = _attribute(root, members, QID_ATTRIBUTE)
+    if qid is None:
+        for s in (root, *sorted(members, key=lambda s: (s.start, s.order))):
             meta = _json_object(s.attributes.get("metadata"))
-            v = meta.get("qid", meta.get(QID_ATTRIBUTE))
-        if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip():
-            return str(v).strip()
+            qid = _text_value(meta.get("qid", meta.get(QID_ATTRIBUTE)))
+            if qid is not None:
+                break
+    return qid
+
+
+def _attribute(root: Span, members: Sequence[Span], name: str) -> str | None:
+    """The attribute ``name`` of the trace: the root's, else the first span's that has one."""
+    for s in (root, *sorted(members, key=lambda s: (s.start, s.order))):
+        v = _text_value(s.attributes.get(name))
+        if v is not None:
+            return v
     return None
+
+
+def _text_value(v: Any) -> str | None:
+    return str(v).strip() if isinstance(v, (str, int)) and not isinstance(v, bool) and str(v).strip() else None
 
 
 def _json_object(v: Any) -> Mapping[str, Any]:
