@@ -127,9 +127,10 @@ def _judged_draws(sample: PoolSample, items: Mapping[str, GoldenItem]) -> tuple[
     for h in sample.holes:
         sizes[h.stratum] = sizes.get(h.stratum, 0) + 1
     draws = []
+    known = {q: set(item.judged_anchors) for q, item in items.items()}  # (a property: computed once per question)
     for h in sample.holes:
         item = items.get(h.question)
-        if h.sampled and item is not None and h.anchor in item.judged_anchors:
+        if h.sampled and item is not None and h.anchor in known[h.question]:
             draws.append((h, 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0))
     judged: dict[str, int] = {}
     for h, _ in draws:
@@ -168,9 +169,10 @@ def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[st
     overall = float(np.mean([y for _, y in draws])) if draws else 0.0
     rate = {s: float(np.mean(v)) for s, v in hits.items()}
     out: dict[str, dict[str, float]] = {}
+    known = {q: set(item.judged_anchors) for q, item in items.items()}
     for h in sample.holes:
         item = items.get(h.question)
-        if item is not None and h.anchor in item.judged_anchors:
+        if item is not None and h.anchor in known[h.question]:
             p = 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0
         else:
             x, m = cells.get((h.question, h.stratum), (0.0, 0))
@@ -222,7 +224,8 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     squares: dict[str, dict[str, float]] = {}  # metric -> stratum -> sum of (d(mean) / d(y_i))^2 over unjudged holes
     for q in questions:
         item = items[q.id]
-        unknown = {h.anchor: h.stratum for h in holes.get(q.id, []) if h.anchor not in item.judged_anchors}
+        judged_q = set(item.judged_anchors)
+        unknown = {h.anchor: h.stratum for h in holes.get(q.id, []) if h.anchor not in judged_q}
         p = {a: prob[q.id][a] for a in unknown}
         top = list(q.retrieved)
         hit = _covering(top, unknown, corpus)
