@@ -194,3 +194,13 @@ def test_intervals_cover_when_questions_differ_and_a_tenth_of_the_holes_is_judge
             n += 1
     for m, c in covered.items():  # precision by the draws' spread alone: 111 of 120 (0.925)
         assert c / n >= 0.94, (m, c / n)
+
+
+def test_the_summary_warns_when_too_few_draws_a_question_were_judged():
+    spec = synthetic_pool(6, seed=3)
+    holes = holes_of(spec)
+    few = draw_sample(holes, 16, seed=0)  # under 3 a question
+    text = estimate_metrics(*evaluation(spec, judge_drawn(spec, few)), few).summary()
+    assert "judged draws a question: with fewer than 5, recall's estimate leans on the depth strata's rates" in text
+    many = draw_sample(holes, 40, seed=0)
+    assert "judged draws a question" not in estimate_metrics(*evaluation(spec, judge_drawn(spec, many)), many).summary()
