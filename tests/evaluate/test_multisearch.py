@@ -218,3 +218,18 @@ def test_the_gate_fails_a_drop_of_evidence(setup):
     assert checks["evidence@5"].status == "fail" and checks["evidence@5"].n == 1
     assert checks["evidence@5"].baseline == 1.0 and checks["evidence@5"].current == 0.0
     assert checks["recall@10"].n == 2 and not gate.passed
+
+
+def test_per_search_figures_count_the_top_k_only(setup):
+    corpus, c, golden = setup
+    # at k=2 the second search's invoices (merged rank 3) did not reach the top: it found nothing there
+    merged = Ranking.from_searches("q", [ranking("a", [c["intro"], c["refunds"]]), ranking("b", [c["invoices"]])])
+    result = evaluate_rankings({"m1": merged}, golden, corpus, ks=(2,))
+    m1 = result.questions[0].searches
+    assert [s["recall"] for s in m1["searches"]] == [pytest.approx(1 / 3), pytest.approx(1 / 3)]
+    assert [s["context_tokens"] for s in m1["searches"]] == [350, 350]
+    assert m1["first_found"] == {REFUNDS: 1, INVOICES: None, FAQ_ACCOUNTS: None}
+    # p1, given no ranking, counts as one search that found nothing
+    assert result.searches["k"] == 2 and result.searches["first_found"] == {"1": 1, "never": 3}
+    # the token curve reads the budget, not k: within 1000 tokens the invoices chunk (600) is in
+    assert dict((b, r) for b, r in m1["by_tokens"])[1000] == pytest.approx(2 / 3)

@@ -347,7 +347,7 @@ def _score(rankings: Mapping[str, Ranking], golden: GoldenSet, spans_by_id: Mapp
     latency: dict[str, Any] = {**_percentiles(totals), "stages": {s: _percentiles(v) for s, v in stage_times.items()}} \
         if stage_times else {}  # rankings read from a file carry no timings
     cfg = {**cfg, "labels": getattr(golden, "labels", "human")}  # which labels scored: human, or all (LLM's too)
-    results, searches = search_figures(results, rankings)
+    results, searches = search_figures(results, rankings, kmax)
     return EvalResult(cfg, ks, metrics, by_tag, tuple(results), latency, dict(matching) if matching else {},
                       searches, turn_figures(results, keys))
 

@@ -2,17 +2,19 @@
 
 A question an agent searched several times is one :class:`~ragtune.types.Ranking` whose ``searches`` holds each
 search in order and whose ``hits`` are what reached the model (the searches' hits in order, repeats dropped). The
-metric table scores the merged hits as any ranking; this module says what each search added:
+metric table scores the merged hits as any ranking; this module says what each search added to the top ``k``
+of the merged hits (the largest k evaluated, what the figures at that k score):
 
-- ``recall`` after 1, 2, ... searches: the share of the relevant anchors covered by the hits of the first n
-  searches (a question with fewer searches keeps its last value);
+- ``recall`` after 1, 2, ... searches: the share of the relevant anchors covered in the top k by hits of the
+  first n searches (a question with fewer searches keeps its last value);
 - ``new_relevant``: relevant anchors the n-th search covered first (none of the earlier ones had);
 - ``redundant``: hits of the n-th search the model had already been handed (a chunk an earlier search, or the
-  same search, returned before);
-- ``first_found``: for each relevant anchor, the search that first covered it (``never`` when none did);
-- ``context_tokens`` after n searches (the tokens of the distinct chunks handed over so far), and recall against
+  same search, returned before), over all its hits;
+- ``first_found``: for each relevant anchor, the search that first covered it in the top k (``never`` when none
+  did);
+- ``context_tokens`` after n searches (the tokens of the top k hits the first n searches gave), and recall against
   tokens spent: ``by_tokens`` is the mean recall of the top hits that fit in each budget of :data:`TOKEN_BUDGETS`
-  (a curve, drawn in the report).
+  (a curve, drawn in the report; no k applies).
 
 A plain ranking (``searches == ()``) counts as one search. The figures are computed only when some question of a
 run searched more than once, so a plain run's result is what it was.
@@ -41,10 +43,10 @@ TOKEN_BUDGETS = (250, 500, 1000, 2000, 4000, 8000)
 """The context budgets (tokens) at which recall is read for the curve of recall against tokens."""
 
 
-def question_searches(ranking: Any, anchor_ranks: Mapping[str, int | None]) -> dict[str, Any]:
-    """One question's per-search figures: ``ranking`` (a :class:`~ragtune.types.Ranking`, merged when it holds
-    ``searches``) and ``anchor_ranks`` (relevant anchor -> the merged rank where it is first covered, None if never,
-    as :class:`~ragtune.evaluate.evaluate.QuestionResult` holds them)."""
+def question_searches(ranking: Any, anchor_ranks: Mapping[str, int | None], k: int) -> dict[str, Any]:
+    """One question's per-search figures in the top ``k``: ``ranking`` (a :class:`~ragtune.types.Ranking`, merged
+    when it holds ``searches``) and ``anchor_ranks`` (relevant anchor -> the merged rank where it is first covered,
+    None if never, as :class:`~ragtune.evaluate.evaluate.QuestionResult` holds them)."""
     searches = list(ranking.searches) or [ranking]
     origin: dict[str, int] = {}  # chunk id -> the search (1-based) that first returned it
     redundant = []
@@ -59,7 +61,8 @@ def question_searches(ranking: Any, anchor_ranks: Mapping[str, int | None]) -> d
     merged = list(ranking.hits)
     source = [origin.get(h.chunk.id, 1) for h in merged]  # the search each merged rank came from
     tokens = np.array([h.chunk.tokens or 0 for h in merged], dtype=np.float64)
-    first_found = {a: (source[r - 1] if r is not None and r <= len(source) else None) for a, r in anchor_ranks.items()}
+    top = min(k, len(source))
+    first_found = {a: (source[r - 1] if r is not None and r <= top else None) for a, r in anchor_ranks.items()}
     n_rel = len(anchor_ranks)
     rows = []
     for n in range(1, len(searches) + 1):
@@ -70,7 +73,7 @@ def question_searches(ranking: Any, anchor_ranks: Mapping[str, int | None]) -> d
             "new_relevant": [a for a, v in first_found.items() if v == n],
             "redundant": redundant[n - 1],
             "recall": found / n_rel if n_rel else math.nan,
-            "context_tokens": float(sum(t for t, src in zip(tokens, source) if src <= n)),
+            "context_tokens": float(sum(t for t, src in zip(tokens[:top], source[:top]) if src <= n)),
         })
     cum = np.cumsum(tokens)
     ranks = [r for r in anchor_ranks.values() if r is not None]
@@ -79,15 +82,15 @@ def question_searches(ranking: Any, anchor_ranks: Mapping[str, int | None]) -> d
     return {"searches": rows, "first_found": first_found, "by_tokens": by_tokens}
 
 
-def search_figures(results: Sequence[Any], rankings: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any]]:
-    """The question results with their per-search figures (``QuestionResult.searches``) and the run's summary
-    (:func:`summarize_searches`), when some ranking holds more than one search; else the results unchanged and
-    ``{}``."""
+def search_figures(results: Sequence[Any], rankings: Mapping[str, Any], k: int) -> tuple[list[Any], dict[str, Any]]:
+    """The question results with their per-search figures in the top ``k`` (``QuestionResult.searches``) and the
+    run's summary (:func:`summarize_searches`), when some ranking holds more than one search; else the results
+    unchanged and ``{}``."""
     if not any(len(getattr(r, "searches", ())) > 1 for r in rankings.values()):
         return list(results), {}
-    out = [replace(q, searches=question_searches(rankings[q.id], q.anchor_ranks)) if q.answerable and q.id in rankings
-           else q for q in results]
-    return out, summarize_searches(out)
+    out = [replace(q, searches=question_searches(rankings[q.id], q.anchor_ranks, k))
+           if q.answerable and q.id in rankings else q for q in results]
+    return out, {"k": k, **summarize_searches(out)}
 
 
 def _mean(values: Sequence[float]) -> float:
@@ -161,8 +164,10 @@ def render_searches(searches: Mapping[str, Any]) -> list[str]:
     """The per-search table of eval's text output (no lines without figures)."""
     if not searches:
         return []
+    top = f" in the top {searches['k']}" if "k" in searches else ""
     lines = [f"searches: {searches['questions']} questions, {_f(searches['mean_searches'], 1)} searches each on "
-             "average (recall and tokens after n searches; new relevant anchors and redundant hits of search n)",
+             f"average (recall and tokens{top} after n searches; new relevant anchors and redundant hits of "
+             "search n)",
              f"{'search':>6} {'questions':>9} {'recall':>7} {'ctx tokens':>10} {'new relevant':>12} {'redundant':>9}"]
     for r in searches["by_search"]:
         lines.append(f"{r['search']:>6} {r['questions']:>9} {_f(r['recall']):>7} {_f(r['context_tokens'], 0):>10} "
