@@ -31,7 +31,6 @@ def _figures(m: dict, ks: tuple[int, ...]) -> list[str]:
     with one figure each (``mrr``, ``ndcg@10``) together on one line, where the first of them comes."""
     lines: list[str | list[str]] = []
     single: list[str] = []  # the line of single figures, placed where its first figure comes
-    by_name: dict[str, int] = {}  # a row's line, where a row counting tokens of the same name joins it
     for row in shown_rows("eval"):
         if row.name == CURVE:
             continue
@@ -39,16 +38,11 @@ def _figures(m: dict, ks: tuple[int, ...]) -> list[str]:
         keys = [(k, row.key(k)) for k in row.shown_cutoffs("eval", ks) if row.key(k) in m]
         if not keys:
             continue
-        if row.unit and row.name in by_name:  # evidence@1000tok after evidence@5 ... evidence@20
-            i = by_name[row.name]
-            lines[i] = f"{lines[i]}  " + "  ".join(f"{key} {_fmt(m[key], digits)}" for _, key in keys)
-            continue
         if not row.takes_k or row.always_k:
             if not single:
                 lines.append(single)
             single += [f"{key} {_fmt(m[key], digits)}" for _, key in keys]
         elif row.bounded:
-            by_name[row.name] = len(lines)
             lines.append("  ".join(f"{key} {_fmt(m[key], digits)}" for _, key in keys))
         else:
             lines.append(f"{row.name.replace('_', ' ')} (mean): " + "  ".join(f"@{k} {_fmt(m[key], 0)}" for k, key in keys))
