@@ -16,7 +16,9 @@ abstention precision, recall and answered rate from its text, then runs ``ragtun
 <printed> --answer-k <k>`` and compares the three figures eval prints. A set whose corpus folder is absent is
 skipped, and so is a set without unanswerable questions (the multi-hop and conversation sets: calibrate needs both
 kinds and refuses it). It also reports what the old rule (the cut's own score, printed to 4 significant digits)
-would have measured. Without ``--`` the sets run with the default pipeline. The last lines are a markdown table of
+would have measured. Without ``--`` the sets run with the default pipeline. Calibrate runs once (its text, and its
+JSON through ``--out``); a set whose corpus fingerprint differs between calibrate and eval (a folder edited
+meanwhile, such as a docs folder others are writing) is reported as such, not compared: run it on a copy. The last lines are a markdown table of
 every set. Exit status 1 when any set does not reproduce.
 """
 
@@ -28,7 +30,9 @@ import io
 import json
 import os
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -60,11 +64,15 @@ def _printed(text: str) -> tuple[str, tuple[str, str, str]]:
 
 def check(name: str, corpus: str, golden: str, extra: list[str], k: int) -> dict:
     common = ["--corpus", corpus, "--golden", golden, *extra]
-    cal_text = _run(["calibrate", *common, "-k", str(k)])
-    cal = json.loads(_run(["calibrate", *common, "-k", str(k), "--json"]))
+    with tempfile.TemporaryDirectory() as tmp:  # one calibrate run: its text and (--out) its JSON
+        cal_text = _run(["calibrate", *common, "-k", str(k), "--out", os.path.join(tmp, "cal.json")])
+        cal = json.loads(Path(tmp, "cal.json").read_text(encoding="utf-8"))
     gate, printed = _printed(cal_text)
-    answers = json.loads(_run(["eval", *common, "--answers", "--gate", gate, "--answer-k", str(k), "--json",
-                               "-k", str(k), "--depth", str(max(k, 10))]))["answers"]
+    result = json.loads(_run(["eval", *common, "--answers", "--gate", gate, "--answer-k", str(k), "--json",
+                              "-k", str(k), "--depth", str(max(k, 10))]))
+    answers = result["answers"]
+    # a corpus edited between the two commands (a docs folder others are writing) is no test of the threshold
+    same_corpus = cal["config"]["corpus"]["fingerprint"] == result["config"]["corpus"]["fingerprint"]
     m = answers["metrics"]
     measured = (f"{m['abstention_precision'] or 0:.3f}", f"{m['abstention_recall'] or 0:.3f}",
                 f"{m['answered_rate']:.3f}")
@@ -78,7 +86,7 @@ def check(name: str, corpus: str, golden: str, extra: list[str], k: int) -> dict
     old_moves = (old is not None and abstention_scores(old, a, u)[:2] != abstention_scores(upper, a, u)[:2])
     return {"set": name, "questions": cal["n_answerable"] + cal["n_unanswerable"],
             "unanswerable": cal["n_unanswerable"], "gate": gate, "between": cal["between"],
-            "printed": printed, "measured": measured, "reproduces": printed == measured,
+            "printed": printed, "measured": measured, "reproduces": printed == measured, "same_corpus": same_corpus,
             "old_rule_gate": f"{upper:.4g}" if upper is not None else None, "old_rule_moves_a_question": old_moves}
 
 
@@ -103,6 +111,11 @@ def main(argv: list[str] | None = None) -> int:
             continue
         t0 = time.perf_counter()
         r = check(name, corpus, golden, extra, args.k)
+        if not r["same_corpus"]:
+            print(f"{name}: the corpus changed between calibrate and eval (its fingerprint differs): run it again "
+                  "on a copy nobody edits")
+            failed += 1
+            continue
         rows.append(r)
         failed += not r["reproduces"]
         print(f"{name}: {r['questions']} questions ({r['unanswerable']} unanswerable), --gate {r['gate']} "
