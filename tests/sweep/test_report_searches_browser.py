@@ -44,6 +44,7 @@ def test_the_report_draws_recall_against_tokens_for_multi_search_configurations(
     assert links["metrics"]["evidence@5"] == 1.0 and single["metrics"]["evidence@5"] == 0.5
     page, errors, requests = _open(browser, out / "report.html")
     assert page.is_visible("#tokens-card")
+    assert "evidence@5" in page.locator("#table thead").inner_text()  # the sweep metric, named as the table names it
     assert page.locator("#tokens polyline.tok-curve").count() == 1  # one configuration searched twice
     header = page.locator("#tokens table.by-search thead").inner_text()
     assert "after search 1" in header and "after search 2" in header

@@ -77,7 +77,8 @@ def _report_data(sweep: SweepResult) -> dict[str, Any]:
             "judged_note": sweep.judged_note(), "interval_note": sweep.interval_note(), "selection_note": _selection_note(sweep),
             "recommended": sweep.recommendation(held) if ranked else None, "in_sample": held is not None, "columns": _columns(sweep), "curve": CURVE, "headroom": HEADROOM,
             "metric_table": {r["name"]: {k: r[k] for k in ("label", "takes_k", "bounded", "higher_is_better",
-                                                          "description")} for r in metric_table()},
+                                                          "description")} for r in metric_table()
+                             if not r.get("unit")},  # evidence@1000tok reads as the evidence row, its budget the k
             "configs": configs}
 
 
