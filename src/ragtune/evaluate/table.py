@@ -310,7 +310,7 @@ for _row in (
            description="1 if every evidence group has an anchor covered in the top k, else 0 (questions without "
            "evidence groups are left out of its mean)"),
     Metric("evidence", _evidence_tokens, always_k=(1000,), needs=("evidence", "tokens"), show=("eval",),
-           unit="tok", label="evidence@tok", description="1 if every evidence group has an anchor covered by the "
+           unit="tok", description="1 if every evidence group has an anchor covered by the "
            "top hits that fit in N tokens of context (counted as context_tokens counts them), else 0"),
 ):
     register_metric(_row)
