@@ -21,6 +21,17 @@ recall@k and precision@k with 95% intervals. Reported per set and share: how oft
 configuration's figure under full judgments (over draws x configurations x metrics), the mean interval width,
 and the width of the worst/best bounds eval gives from the same judgments (recall: judged-only to every unjudged
 hit relevant; precision: the same, from the unjudged share of the top k).
+
+With ``--demo GOLDEN`` it also counts the ``~`` marks of the demo sweep (every configuration of ``--grid`` over
+ragtune's docs folder, every question of GOLDEN, scored as ``ragtune sweep`` scores them but untimed): the depth-10
+pool of the sweep's runs is labelled by the same model, and at each sample size (none, each ``--shares``, every
+hole) ``--demo-draws`` (5) samples are drawn, their holes judged with the model's labels, every configuration
+scored again, and :meth:`ragtune.sweep.SweepResult.unsettled` given the judged sample (``sweep --pool-sample``)::
+
+    python bench/sampled.py --out out/bench-sampled --demo docs/golden.jsonl
+
+(``--demo-questions 20``: the first 20 answerable questions only, the coverage simulation's docs set.) The holes
+of an unanswerable question are judged not relevant whatever the model says: nothing answers it.
 """
 
 from __future__ import annotations
@@ -51,8 +62,8 @@ def _sets(specs: list[str]) -> list[tuple[str, str, str]]:
     return out
 
 
-def _rankings(corpus, golden, specs, folder: Path):
-    """Configuration label -> question id -> Ranking (top 10), and one eval result file per configuration."""
+def _rankings(corpus, golden, specs, folder: Path, depth: int = 10):
+    """Configuration label -> question id -> Ranking (top ``depth``), and one eval result file per configuration."""
     from ragtune.evaluate.evaluate import evaluate_rankings
     from ragtune.paths import default_cache_dir
     from ragtune.pipeline import Resources, build_pipeline
@@ -62,7 +73,7 @@ def _rankings(corpus, golden, specs, folder: Path):
     out = {}
     for n, spec in enumerate(specs):
         pipeline = build_pipeline(corpus, spec, resources=resources)
-        rankings = {item.id: pipeline.retriever.search(item.q, k=10) for item in golden}
+        rankings = {item.id: pipeline.retriever.search(item.q, k=depth) for item in golden}
         out[spec.label] = rankings
         evaluate_rankings(rankings, golden, corpus, ks=KS).to_json(folder / f"c{n:02d}.json")
     return out
@@ -175,6 +186,79 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
             "relevant_holes": relevant, "threshold": args.threshold, "draws": args.draws, "shares": rows}
 
 
+def _records(grid, specs, runs, golden, corpus) -> list[dict]:
+    """Sweep run records (what ``runs/<key>.json`` holds, untimed) of every configuration scored on ``golden``."""
+    from ragtune.evaluate.evaluate import evaluate_rankings
+
+    return [{"key": spec.key, "label": spec.label, "spec": spec.to_dict(), "stats": {},
+             "result": evaluate_rankings(runs[spec.label], golden, corpus, ks=grid.ks).to_dict()} for spec in specs]
+
+
+def demo_marks(golden_path: str, args, out: Path) -> dict:
+    """How many ``~`` marks the demo sweep keeps (every configuration of ``--grid`` over ragtune's docs, every
+    question of ``golden_path``) when a pool sample's drawn holes are judged with the model's labels, at each
+    sample share (0: no sample, the depth estimate; 1: every hole of the depth-10 pool judged)."""
+    import ragtune as rt
+    from ragtune.judgments.pool import pool_runs
+    from ragtune.judgments.sample import draw_sample
+    from ragtune.sweep import summarize
+    from ragtune.sweep.grid import load_grid
+
+    from ragtune.golden import GoldenSet
+
+    corpus = rt.load_corpus("docs")
+    golden = rt.load_golden(golden_path)
+    if args.demo_questions:  # the first N answerable questions (the coverage simulation's docs set with N = 20)
+        golden = GoldenSet([i for i in golden if i.answerable][: args.demo_questions])
+    grid = load_grid(args.grid).resolved(corpus.kind)
+    specs = grid.all_specs
+    saved = out / "demo" / f"setup-{args.threshold}-{args.demo_questions}.pickle"
+    if saved.is_file():
+        runs, holes, labels = pickle.loads(saved.read_bytes())
+    else:
+        runs = _rankings(corpus, golden, specs, out / "demo" / "runs", depth=max(grid.ks))
+        pool = pool_runs(sorted((out / "demo" / "runs").glob("*.json")), golden, corpus, depth=10)
+        holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+        labels = _truth(corpus, golden, pool, args.threshold)
+        saved.write_bytes(pickle.dumps((runs, holes, labels)))
+    unanswerable = {i.id for i in golden if not i.answerable}  # nothing answers them: every hole judged not relevant
+    labels = {q: {a: 0.0 if q in unanswerable else y for a, y in v.items()} for q, v in labels.items()}
+    n_holes = sum(len(h) for h in holes.values())
+    rows = []
+    for share in [0.0, *(float(x) for x in args.shares.split(",")), 1.0]:
+        n = int(round(share * n_holes))
+        marks, chosen = [], set()
+        t1 = time.perf_counter()
+        for seed in range(1 if share in (0.0, 1.0) else args.demo_draws):
+            sample = draw_sample(holes, n, seed=seed) if n else None
+            drawn: dict[str, dict[str, float]] = {}
+            for h in sample.holes if sample is not None else ():
+                if h.sampled:
+                    drawn.setdefault(h.question, {})[h.anchor] = labels[h.question][h.anchor]
+            judged = _judged(golden, drawn)
+            result = summarize(grid, _records(grid, specs, runs, judged, corpus),
+                               judged=None if sample is None else (sample, judged))
+            marks.append(len(result.unsettled()))
+            chosen.add(result.recommended()["label"])
+        rows.append({"share": share, "n": n, "draws": len(marks), "marks": marks, "mean": float(np.mean(marks)),
+                     "recommended": sorted(chosen), "seconds": time.perf_counter() - t1})
+        print(f"demo {share:.0%} (n={n}): ~ on {marks} of {len(specs)}; recommended {sorted(chosen)}",
+              file=sys.stderr)
+    return {"configurations": len(specs), "questions": sum(1 for i in golden if i.answerable), "holes": n_holes,
+            "relevant_holes": sum(sum(v.values()) for v in labels.values()), "rows": rows}
+
+
+def demo_table(demo: dict) -> str:
+    lines = [f"| holes judged | draws | ~ marks of {demo['configurations']} (mean; per draw) | recommended |",
+             "|---|---|---|---|"]
+    for r in demo["rows"]:
+        judged = ("none (depth estimate)" if r["share"] == 0 else "all" if r["share"] == 1
+                  else f"{r['share']:.0%} ({r['n']} of {demo['holes']})")
+        lines.append(f"| {judged} | {r['draws']} | {r['mean']:.1f}; {', '.join(map(str, r['marks']))} | "
+                     f"{', '.join(r['recommended'])} |")
+    return "\n".join(lines)
+
+
 def table(results: list[dict]) -> str:
     lines = ["| set | sample | holes judged | coverage of the 95% interval (recall@5, recall@10, precision@5, "
              "precision@10) | all | mean width recall@10 / precision@10 | worst..best width recall@10 / "
@@ -191,7 +275,7 @@ def table(results: list[dict]) -> str:
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("sets", nargs="+", help="NAME:CORPUS:GOLDEN (or docs:GOLDEN for the docs folder)")
+    p.add_argument("sets", nargs="*", help="NAME:CORPUS:GOLDEN (or docs:GOLDEN for the docs folder)")
     p.add_argument("--out", default="out/bench-sampled")
     p.add_argument("--grid", default="examples/demo-grid.toml")
     p.add_argument("--questions", type=int, default=20)
@@ -200,11 +284,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--configs", type=int, default=0, help="only the first N configurations (0: all; for a quick try)")
     p.add_argument("--every", type=int, default=1, help="score every Nth configuration in the draws (all are pooled)")
     p.add_argument("--shares", default="0.1,0.25,0.5", help="sample shares of the holes, comma-separated")
+    p.add_argument("--demo", metavar="GOLDEN", help="also count the ~ marks of the demo sweep (--grid over the docs "
+                                                     "folder, every question of GOLDEN) at each sample share")
+    p.add_argument("--demo-draws", type=int, default=5, help="samples drawn per share for the ~ count")
+    p.add_argument("--demo-questions", type=int, default=0, help="only the first N answerable questions (0: all)")
     args = p.parse_args(argv)
     out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     results = [simulate(name, c, g, args, out) for name, c, g in _sets(args.sets)]
-    (out / "results.json").write_text(json.dumps(results, indent=2))
+    demo = demo_marks(args.demo, args, out) if args.demo else None
+    (out / "results.json").write_text(json.dumps({"sets": results, "demo": demo}, indent=2))
     print(table(results))
+    if demo is not None:
+        print("\n" + demo_table(demo))
     return 0
 
 
