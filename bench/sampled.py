@@ -147,8 +147,9 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
     relevant = sum(sum(v.values()) for v in labels.values())
     full = _judged(golden, labels)
     truth = {c: evaluate_rankings(r, full, corpus, ks=KS).metrics for c, r in runs.items()}
+    per_q = sorted(int(sum(labels.get(q, {}).values())) for q in holes)
     print(f"{name}: {len(runs)} configurations, {len(golden)} questions, {n_holes} holes, {relevant:.0f} relevant by "
-          f"the model ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+          f"the model ({time.perf_counter() - t0:.0f} s); relevant holes a question: {per_q}", file=sys.stderr)
     rows = {}
     for share in [float(x) for x in args.shares.split(",")]:
         n = max(int(round(share * n_holes)), 1)
