@@ -233,3 +233,16 @@ def test_per_search_figures_count_the_top_k_only(setup):
     assert result.searches["k"] == 2 and result.searches["first_found"] == {"1": 1, "never": 3}
     # the token curve reads the budget, not k: within 1000 tokens the invoices chunk (600) is in
     assert dict((b, r) for b, r in m1["by_tokens"])[1000] == pytest.approx(2 / 3)
+
+
+def test_outside_hits_cost_the_tokens_of_their_text(setup, tmp_path):
+    """A trace's hits are what the model read: their text counts against a token budget (evidence@1000tok), so a
+    long first hit pushes the second search's evidence past 1,000 tokens."""
+    corpus, c, golden = setup
+    trace = tmp_path / "trace.jsonl"
+    trace.write_text(json.dumps({"qid": "m1", "question": "refunds and invoices", "searches": [
+        {"query": "refunds", "hits": [{"anchor": REFUNDS, "text": "refund words " * 600}]},
+        {"query": "invoices", "hits": [INVOICES]}]}) + "\n")
+    m1 = score_run_file(trace, golden, corpus=corpus, ks=(1, 3)).questions[0]
+    assert m1.scores["evidence@3"] == 1.0
+    assert m1.scores["evidence@1000tok"] == 0.0  # 1,200 tokens before the invoices section reached the model

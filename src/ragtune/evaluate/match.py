@@ -640,8 +640,17 @@ def hits_to_ranking(query: str, raw: Any, k: int, matcher: HitMatcher, *, questi
     for rank, item in enumerate(items, start=1):
         h = to_hit(item, field=field, where=f"question {question!r} hit {rank}")
         chunk, _ = matcher.match(h, question=question, rank=rank)
+        if chunk.tokens is None:  # what the model read costs its tokens (evidence@Ntok, the token curves)
+            chunk = replace(chunk, tokens=_count_tokens(h.text or chunk.text))
         hits.append(Hit(chunk, float(h.score) if h.score is not None else float(-rank)))
     return Ranking(query, tuple(hits), {STAGE: seconds} if seconds is not None else {})
+
+
+def _count_tokens(text: str) -> int:
+    """An outside hit's tokens, counted with the regex tokenizer (words and punctuation marks)."""
+    from ..chunking.tokens import get_tokenizer
+
+    return int(len(get_tokenizer("regex").spans(text)))
 
 
 def searches_to_ranking(question: str, searches: Any, k: int, matcher: HitMatcher, *, qid: str = "",
