@@ -241,7 +241,8 @@ class LearnedGate:
         s = z @ np.asarray(self.weights) + self.intercept
         return float(s) if np.ndim(s) == 0 else s
 
-    def bind(self, retriever: Any, corpus: Any, *, filters: Any = None, stats: TermStats | None = None) -> "BoundGate":
+    def bind(self, retriever: Any, corpus: Any, *, filters: Any = None,
+             stats: TermStats | None = None) -> "BoundGate":
         """This gate over ``retriever`` and ``corpus``: an object with ``allows(ranking)``, as ConfidenceGate.
         ``stats``: the corpus's :class:`TermStats` when the caller keeps them (computed from ``corpus`` otherwise)."""
         extract = _Extractor(retriever, corpus, k=self.k, rare_share=self.rare_share, filters=filters, stats=stats)
