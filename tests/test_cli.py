@@ -170,11 +170,13 @@ def test_stage_flags_say_what_they_do_and_take_none(md_corpus, tmp_path, capsys)
 
 
 def test_the_cli_stays_a_thin_shell():
-    """Flags derive from the registries and annotated options; logic lives in the library. Budget: under 520
+    """Flags derive from the registries and annotated options; logic lives in the library. Budget: under 560
     lines of code in the command modules of src/ragtune/cli (blank lines, comments and docstrings not counted;
-    500 until the library stopped speaking flags and the flag translation it held moved here, 12 lines).
+    500 until the library stopped speaking flags and the flag translation it held moved here, 12 lines; 520 until
+    issues 40-42 added golden ppi, pool samples, gate files, Milvus credentials and the strategy stage's flags,
+    the gate parsing moving to the library (answer.abstain.gate_value) and the rest declaring flags).
     The flag derivation (options.py) and the terminal text (render.py) live in cli/ too, so that no library
-    module imports them; they are counted apart, each under its own budget."""
+    module imports them; they are counted apart, each under its own budget (320 lines)."""
     import ast
     from pathlib import Path
 
@@ -195,5 +197,5 @@ def test_the_cli_stays_a_thin_shell():
             apart[f.name] = n
         else:
             total += n
-    assert 100 < total < 520, f"the commands in src/ragtune/cli hold {total} lines of code"
-    assert set(apart) == {"options.py", "render.py"} and all(n < 300 for n in apart.values()), apart
+    assert 100 < total < 560, f"the commands in src/ragtune/cli hold {total} lines of code"
+    assert set(apart) == {"options.py", "render.py"} and all(n < 320 for n in apart.values()), apart

@@ -54,7 +54,7 @@ from ..errors import ConfigError
 from ..types import Ranking
 from .gate import calibrate_threshold
 
-__all__ = ["FEATURES", "GateComparison", "GoldenFeatures", "LearnedGate", "TermStats", "answer_gate",
+__all__ = ["FEATURES", "GateComparison", "GoldenFeatures", "LearnedGate", "TermStats", "answer_gate", "gate_value",
            "calibrate_learned", "compare_gates", "cross_validate", "fit_logistic", "gate_figures", "golden_features",
            "load_gate", "precision_at_recall", "question_features", "stratified_folds"]
 
@@ -353,6 +353,27 @@ def answer_gate(gate: Any, retriever: Any, corpus: Any, *, k: int, filters: Any 
         raise ConfigError(f"the learned gate was fitted on the top {gate.k} contexts, answers use {k}: answer "
                           f"with k={gate.k} or refit the gate with k={k}")
     return gate.bind(retriever, corpus, filters=filters, stats=stats)
+
+
+def gate_value(gate: Any, pipeline: str | None = None) -> Any:
+    """A gate as a user gives it, read: None, a number or its text (a score threshold, within +-1e12), or the path
+    of a learned gate's file (:func:`load_gate`); a learned gate fitted on another ``pipeline`` (a configuration's
+    label) is a ConfigError. :func:`answer_gate` binds it to a retriever later."""
+    from ..config import parse_number
+
+    if gate is None or isinstance(gate, (int, float, LearnedGate)):
+        value = gate
+    else:
+        try:
+            float(gate)
+        except ValueError:
+            value = load_gate(gate)
+        else:
+            value = parse_number(gate, float, -1e12, 1e12)
+    if isinstance(value, LearnedGate) and value.pipeline and pipeline and value.pipeline != pipeline:
+        raise ConfigError(f"the learned gate was fitted on the pipeline {value.pipeline}, this one is {pipeline}: "
+                          "use the options it was fitted with, or refit it on this one with calibrate")
+    return value
 
 
 class BoundGate:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import sys
 
 from ..answer.evaluate import answer_golden, render_estimate
-from ..answer.abstain import LearnedGate, calibrate_learned, load_gate
+from ..answer.abstain import calibrate_learned, gate_value
 from ..answer.gate import calibrate_retriever
 from ..answer.gate_report import write_gate_report
-from ..config import parse_number
 from ..io import json_finite
-from ..evaluate.added import added_by_judging
+from ..evaluate.added import added_note
 from ..evaluate.gate import check_gate, ci_gate
 from ..errors import ConfigError
 from ..evaluate.match import MatchOptions
@@ -29,9 +28,9 @@ def cmd_eval(args) -> int:
     if args.endpoint or args.run:
         return cmd_eval_external(args)
     golden, flt = load_golden(args.golden, split=args.split, labels=args.labels), filters(args)
-    args.gate = gate_argument(args.gate)
+    gate = gate_value(args.gate)  # a threshold or a learned gate's file, read before the pipeline is built
     pipeline = load_pipeline(args)
-    check_gate_pipeline(args.gate, pipeline)
+    args.gate = gate_value(gate, getattr(pipeline.config, "label", None))  # fitted on this pipeline
     if args.dry_run and args.rerank and RERANKERS.get(args.rerank).calls_llm:  # its cost estimate; nothing is sent
         from ..rerank.llm import estimate_llm_rerank
 
@@ -45,38 +44,13 @@ def cmd_eval(args) -> int:
     result, extras = evaluate_reranking(pipeline, golden, candidates=args.candidates if args.rerank else None,
                                         budget_ms=args.budget_ms, ks=args.k, depth=args.depth, filters=flt,
                                         show_progress=True, k_unit=args.k_unit)
-    added, note = _added(result, golden)
+    added, note = added_note(result, golden)
     data = {**result.to_dict(), **({"answers": answers} if answers else {}), **extras, **added}
     text = render_eval(result, failures=args.failures) + note + (render_answer_metrics(answers) if answers else "")
     table, usage = extras.get("candidates_table"), extras.get("rerank_usage")
     extra = [render_candidates(table, args.rerank, args.budget_ms) if table else extras.get("rerank_warning"),
              render_rerank_usage(usage) if usage else None]
     return _emit_gated(args, json_finite(data), "\n".join([text, *[e.strip("\n") for e in extra if e]]))
-
-
-def gate_argument(text: str | float | None) -> float | LearnedGate | None:
-    """--gate T (a number: a score threshold) or --gate FILE (a learned gate written by calibrate --learned)."""
-    if text is None or isinstance(text, (int, float)):
-        return text
-    try:
-        float(text)
-    except ValueError:
-        return load_gate(text)
-    return parse_number(text, float, -1e12, 1e12)
-
-
-def check_gate_pipeline(gate, pipeline) -> None:
-    """A learned gate scores retrieval on the scale of the configuration it was fitted on: refuse another one."""
-    label = getattr(getattr(pipeline, "config", None), "label", None)
-    if isinstance(gate, LearnedGate) and gate.pipeline and label and gate.pipeline != label:
-        raise ConfigError(f"the learned gate was fitted on the pipeline {gate.pipeline}, this one is {label}: pass "
-                          "the options it was fitted with, or refit it with ragtune calibrate --learned FILE")
-
-
-def _added(result, golden) -> tuple[dict, str]:
-    """The relevant anchors judging added after authoring (recall is measured against more): JSON and a note."""
-    added = added_by_judging(result, golden)
-    return ({"added_by_judging": added.to_dict()}, "\n" + added.to_text()) if added else ({}, "")
 
 
 def _estimated(args, data, text) -> tuple[dict, str]:
@@ -122,7 +96,7 @@ def cmd_eval_external(args) -> int:
                               ks=args.k, depth=args.depth, filters=args.filter, labels=args.labels,
                               request=EndpointOptions(**kwargs(EndpointOptions, args), headers=dict(args.header)),
                               match=MatchOptions(**kwargs(MatchOptions, args)))
-    added, note = _added(result, load_golden(args.golden, split=args.split, labels=args.labels))
+    added, note = added_note(result, load_golden(args.golden, split=args.split, labels=args.labels))
     return _emit_gated(args, json_finite({**result.to_dict(), **added}),
                        render_eval(result, failures=args.failures) + note + "\n" + render_outside(result))
 

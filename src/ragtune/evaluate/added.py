@@ -21,7 +21,7 @@ import numpy as np
 
 from ..golden import GoldenSet
 
-__all__ = ["AddedByJudging", "AddedQuestion", "added_by_judging"]
+__all__ = ["AddedByJudging", "AddedQuestion", "added_by_judging", "added_note"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,3 +105,10 @@ def added_by_judging(result: Any, golden: GoldenSet, k: int | None = None) -> Ad
     if not rows:
         return None
     return AddedByJudging(k, float(np.mean(now)), float(np.mean(was)), tuple(rows))
+
+
+def added_note(result: Any, golden: GoldenSet) -> tuple[dict[str, Any], str]:
+    """What eval adds to its output about anchors judging added (:func:`added_by_judging`): the JSON key
+    ``added_by_judging`` and a note under the table; empty when judging added none."""
+    added = added_by_judging(result, golden)
+    return ({"added_by_judging": added.to_dict()}, "\n" + added.to_text()) if added else ({}, "")
