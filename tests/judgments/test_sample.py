@@ -204,3 +204,16 @@ def test_the_summary_warns_when_too_few_draws_a_question_were_judged():
     assert "judged draws a question: with fewer than 5, recall's estimate leans on the depth strata's rates" in text
     many = draw_sample(holes, 40, seed=0)
     assert "judged draws a question" not in estimate_metrics(*evaluation(spec, judge_drawn(spec, many)), many).summary()
+
+
+def test_intervals_stay_within_zero_and_one_on_a_thin_sample():
+    """A normal interval from a handful of draws can pass 0 or 1; recall and precision cannot."""
+    wide = 0
+    for seed in range(6):
+        spec = synthetic_pool(6, seed=seed)
+        sample = draw_sample(holes_of(spec), 14, seed=seed)
+        est = estimate_metrics(*evaluation(spec, judge_drawn(spec, sample)), sample)
+        for m in ("recall@5", "recall@10", "precision@5", "precision@10"):
+            assert 0.0 <= est[m].low <= est[m].estimate <= est[m].high <= 1.0, (seed, m, est[m])
+            wide += est[m].high - est[m].low > 0.5
+    assert wide  # thin samples: some intervals are wide enough to have passed a bound

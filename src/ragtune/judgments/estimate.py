@@ -64,7 +64,8 @@ FEW_DRAWS = 5  # judged draws a question below which recall's interval missed in
 @dataclass(frozen=True)
 class Interval:
     """One metric estimated from the sample: eval's judged-only figure, the estimate and its 95% interval, and the
-    worst and best cases (every unjudged hit not relevant, or relevant: eval's bounds; None where eval has none)."""
+    worst and best cases (every unjudged hit not relevant, or relevant: eval's bounds; None where eval has none).
+    Recall and precision lie in [0, 1], and so does the interval (a normal interval from few draws can pass them)."""
 
     metric: str
     judged: float
@@ -274,7 +275,7 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
                                    for s, g in grad.get(key, {}).items()))
             upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
             judged = math.nan if judged is None else float(judged)
-            intervals.append(Interval(key, judged, est[key], est[key] - z * se, est[key] + z * se,
+            intervals.append(Interval(key, judged, est[key], max(0.0, est[key] - z * se), min(1.0, est[key] + z * se),
                                       judged if upper is not None else None, None if upper is None else float(upper)))
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
