@@ -195,8 +195,8 @@ def _eval_hits(data: Mapping[str, Any], p: Path) -> dict[str, list[ExternalHit]]
     return out
 
 
-def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]]:
-    out: dict[str, list[ExternalHit]] = {}
+def _json_lines(text: str, p: Path) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSONL file parsed, with its line number; a line that is not JSON is one error."""
     for n, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -204,6 +204,12 @@ def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]
             row = json.loads(line)
         except ValueError as e:
             raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+        yield n, row
+
+
+def _jsonl(text: str, p: Path, field: str | None) -> dict[str, list[ExternalHit]]:
+    out: dict[str, list[ExternalHit]] = {}
+    for n, row in _json_lines(text, p):
         qid = (row.get("id", row.get("qid")) if isinstance(row, dict) else None)
         if not _is_qid(qid) or not isinstance(row.get("hits"), list):
             raise ConfigError(f"{p}:{n}: each line needs an \"id\" and a \"hits\" list, e.g. "
@@ -239,13 +245,7 @@ def _trace(text: str, p: Path, field: str | None) -> RunFile:
     hits: dict[str, list[ExternalHit]] = {}
     searches: dict[str, list[Search]] = {}
     questions: dict[str, str] = {}
-    for n, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except ValueError as e:
-            raise ConfigError(f"{p}:{n}: not JSON ({e})") from None
+    for n, row in _json_lines(text, p):
         if not isinstance(row, Mapping) or not isinstance(row.get("searches"), list):
             raise ConfigError(f"{p}:{n}: each line of a trace needs a \"searches\" list, e.g. {_TRACE_EXAMPLE}")
         qid, question = row.get("qid", row.get("id")), row.get("question")
