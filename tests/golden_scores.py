@@ -3,8 +3,8 @@ golden sets had anchors: the before/after test of issue 41 (tests/test_golden_se
 figures the current code computes with those recorded by the code before issue 41 (tests/data/
 golden_scores_before_41.json), written by the code of commit 1254905 (the one before issue 41's first)::
 
-    mkdir /tmp/old && git archive 1254905 src | tar -x -C /tmp/old
-    PYTHONPATH=/tmp/old/src python tests/golden_scores.py tests/data/golden_scores_before_41.json
+    OLD=$(mktemp -d) && git archive 1254905 src | tar -x -C "$OLD"
+    PYTHONPATH="$OLD/src" python tests/golden_scores.py tests/data/golden_scores_before_41.json
 
 The code before issue 41 reads neither evidence groups nor conversations: it is given :func:`plain_lines`, each
 file with evidence left out (``relevant`` already holds its anchors) and each conversation flattened into one
