@@ -137,10 +137,13 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
     saved = out / name / f"setup-{args.configs}-{args.threshold}.pickle"  # a rerun skips retrieval and labelling
     if saved.is_file():
         runs, holes, labels = pickle.loads(saved.read_bytes())
+        if any(len(h) < 3 for hs in holes.values() for h in hs):  # saved before holes kept their runs
+            pool = pool_runs(sorted((out / name / "runs").glob("*.json")), golden, corpus, depth=10)
+            holes = {q.id: [(h.anchor, h.best_rank, len(h.found_by)) for h in q.holes] for q in pool.questions}
     else:
         runs = _rankings(corpus, golden, grid.all_specs[: args.configs or None], out / name / "runs")
         pool = pool_runs(sorted((out / name / "runs").glob("*.json")), golden, corpus, depth=10)
-        holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+        holes = {q.id: [(h.anchor, h.best_rank, len(h.found_by)) for h in q.holes] for q in pool.questions}
         labels = _truth(corpus, golden, pool, args.threshold)
         saved.write_bytes(pickle.dumps((runs, holes, labels)))
     n_holes = sum(len(h) for h in holes.values())
@@ -216,10 +219,13 @@ def demo_marks(golden_path: str, args, out: Path) -> dict:
     saved = out / "demo" / f"setup-{args.threshold}-{args.demo_questions}.pickle"
     if saved.is_file():
         runs, holes, labels = pickle.loads(saved.read_bytes())
+        if any(len(h) < 3 for hs in holes.values() for h in hs):  # saved before holes kept their runs
+            pool = pool_runs(sorted((out / "demo" / "runs").glob("*.json")), golden, corpus, depth=10)
+            holes = {q.id: [(h.anchor, h.best_rank, len(h.found_by)) for h in q.holes] for q in pool.questions}
     else:
         runs = _rankings(corpus, golden, specs, out / "demo" / "runs", depth=max(grid.ks))
         pool = pool_runs(sorted((out / "demo" / "runs").glob("*.json")), golden, corpus, depth=10)
-        holes = {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in pool.questions}
+        holes = {q.id: [(h.anchor, h.best_rank, len(h.found_by)) for h in q.holes] for q in pool.questions}
         labels = _truth(corpus, golden, pool, args.threshold)
         saved.write_bytes(pickle.dumps((runs, holes, labels)))
     unanswerable = {i.id for i in golden if not i.answerable}  # nothing answers them: every hole judged not relevant

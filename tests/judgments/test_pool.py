@@ -107,6 +107,10 @@ def test_pool_sample_writes_each_holes_inclusion_probability_and_draws_the_same_
     assert {(h["stratum"], h["pi"]) for h in holes} == {("1", 1.0), ("2-3", 0.5)}
     first = out.read_text()
     assert main(args) == 0 and out.read_text() == first  # the same seed draws the same holes
+    from ragtune.judgments.sample import read_pool_sample
+
+    runs = {(r["id"], h["anchor"]): len(h["found_by"]) for r in rows for h in r["holes"]}
+    assert {(h.question, h.anchor): h.runs for h in read_pool_sample(out).holes} == runs  # what the model reads
     from ragtune.judgments.pool import read_pool_file
 
     for (_, anchors), row in zip(read_pool_file(out), rows):  # the drawn holes come first

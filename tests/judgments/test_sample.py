@@ -8,7 +8,7 @@ import pytest
 from ragtune import ConfigError
 from ragtune.evaluate.evaluate import EvalResult, QuestionResult
 from ragtune.golden import GoldenItem, GoldenSet
-from ragtune.judgments.estimate import SHRINK, estimate_metrics, hole_relevance
+from ragtune.judgments.estimate import estimate_metrics, hole_relevance
 from ragtune.judgments.sample import STRATA, allocate, draw_sample, stratum_of
 
 
@@ -115,26 +115,62 @@ def test_the_estimates_are_right_on_average_and_their_intervals_cover():
         assert covered[m] / n_draws >= 0.85, (m, covered[m] / n_draws)
 
 
-def test_hole_relevance_is_known_where_judged_and_the_cell_share_shrunk_to_the_stratum_rate_elsewhere():
-    spec = synthetic_pool(4)
-    sample = draw_sample(holes_of(spec), 12, seed=1)
-    judged = {}
-    for h in sample.holes:
-        if h.sampled:
-            judged.setdefault(h.question, {})[h.anchor] = spec[h.question][3][h.anchor]
-    _, golden = evaluation(spec, judged)
+def test_hole_relevance_is_known_where_judged_and_learnt_per_question_and_from_the_runs_elsewhere():
+    # two questions alike in depth: one whose draws were relevant, one whose were not; holes found by 1 or 8 runs
+    holes = {q: [(f"{q}/h{i}", 1 + i % 10, 8 if i % 2 else 1) for i in range(40)] for q in ("hot", "cold")}
+    sample = draw_sample(holes, 40, seed=0)
+    judged = {q: {h.anchor: float(q == "hot" and h.runs == 8) for h in sample.holes if h.sampled and h.question == q}
+              for q in holes}
+    golden = GoldenSet([GoldenItem(q, "?", relevant={f"{q}/base": 2.0, **{a: 1.0 for a, y in judged[q].items() if y}},
+                                   judged={f"{q}/base": 2.0, **judged[q]}) for q in holes])
     p = hole_relevance(sample, golden)
-    rate, cell = {}, {}
     for h in sample.holes:
         if h.sampled:
-            y = judged[h.question][h.anchor]
-            rate.setdefault(h.stratum, []).append(y)
-            cell.setdefault((h.question, h.stratum), []).append(y)
-    rate = {s: np.mean(v) for s, v in rate.items()}
-    for h in sample.holes:
-        mine = cell.get((h.question, h.stratum), [])
-        expected = judged[h.question][h.anchor] if h.sampled else (sum(mine) + SHRINK * rate[h.stratum]) / (len(mine) + SHRINK)
-        assert p[h.question][h.anchor] == pytest.approx(expected)
+            assert p[h.question][h.anchor] == judged[h.question][h.anchor]
+        else:
+            assert 0.0 < p[h.question][h.anchor] < 1.0
+    unjudged = [h for h in sample.holes if not h.sampled]
+    mean = lambda q, runs: np.mean([p[q][h.anchor] for h in unjudged if h.question == q and h.runs == runs])
+    assert mean("hot", 8) > 0.6 and mean("cold", 8) < 0.2  # a question's own draws count
+    assert mean("hot", 8) > mean("hot", 1) + 0.3  # and so does how many runs agree on a hole
+
+
+def crowded(n_questions=20, seed=0):
+    """As :func:`synthetic_pool`, with a pool of many runs (about 35 holes a question) and the relevant holes
+    crowded into a few questions: a fifth of them hold nearly all, the rest none (what model labels of two real
+    pools showed: 0, 0, 0, 0, 0, 1, 1, 1, 2, ... 10 relevant holes a question)."""
+    rng = np.random.default_rng(seed)
+    spec = {}
+    for qi in range(n_questions):
+        q = f"q{qi}"
+        base = f"{q}/base"
+        ranking = [f"{q}/h{r}" for r in range(10)]
+        ranking[int(rng.integers(0, 10))] = base
+        holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base]
+        holes += [(f"{q}/o{j}", int(rng.integers(1, 11))) for j in range(int(rng.integers(20, 30)))]
+        rate = 0.45 if qi % 5 == 0 else 0.0
+        truth = {a: float(rng.random() < rate * (1.5 if r <= 3 else 1.0)) for a, r in holes}
+        spec[q] = (base, ranking, holes, truth)
+    return spec
+
+
+def test_recall_covers_and_is_not_dragged_low_when_relevant_holes_crowd_into_a_few_questions():
+    # a stratum's rate spread over every question put relevant holes where there are none: with the estimator
+    # before this one, over 40 draws of two such pools, recall@10's intervals covered 0.15 with a tenth of the holes
+    # judged and 0.35 with a quarter, the estimate 0.36 and 0.27 below the truth
+    for share, bias in ((10, None), (4, 0.12)):
+        errors, covered = [], 0
+        for pool_seed in range(2):
+            spec = crowded(seed=pool_seed)
+            holes = holes_of(spec)
+            true = truth(spec, 10)[0]
+            for seed in range(30):
+                sample = draw_sample(holes, sum(len(h) for h in holes.values()) // share, seed=seed)
+                est = estimate_metrics(*evaluation(spec, judge_drawn(spec, sample)), sample)["recall@10"]
+                errors.append(est.estimate - true)
+                covered += est.low <= true <= est.high
+        assert covered / len(errors) >= 0.93, (share, covered / len(errors))
+        assert bias is None or abs(np.mean(errors)) < bias, (share, np.mean(errors))
 
 
 def questions_apart(n_questions=20, seed=0):
@@ -194,16 +230,6 @@ def test_intervals_cover_when_questions_differ_and_a_tenth_of_the_holes_is_judge
             n += 1
     for m, c in covered.items():  # precision by the draws' spread alone: 111 of 120 (0.925)
         assert c / n >= 0.94, (m, c / n)
-
-
-def test_the_summary_warns_when_too_few_draws_a_question_were_judged():
-    spec = synthetic_pool(6, seed=3)
-    holes = holes_of(spec)
-    few = draw_sample(holes, 16, seed=0)  # under 3 a question
-    text = estimate_metrics(*evaluation(spec, judge_drawn(spec, few)), few).summary()
-    assert "judged draws a question: with fewer than 5, recall's estimate leans on the depth strata's rates" in text
-    many = draw_sample(holes, 40, seed=0)
-    assert "judged draws a question" not in estimate_metrics(*evaluation(spec, judge_drawn(spec, many)), many).summary()
 
 
 def test_intervals_stay_within_zero_and_one_on_a_thin_sample():

@@ -1,41 +1,38 @@
 """Metrics estimated from a judged sample of a pool, with 95% confidence intervals (``eval --pool-sample FILE``).
 
 A pool sample (:mod:`.sample`) drew holes with known inclusion probabilities :math:`\\pi_i = m_h / N_h` within
-each depth stratum :math:`h`. Once the drawn holes are judged, the share of relevant holes in the stratum is
-estimated by inverse-probability weighting, :math:`\\hat p_h = \\frac{1}{N_h} \\sum_{i \\in S_h} y_i / \\pi_i`
-(the Horvitz-Thompson total over the stratum's size; :math:`S_h` the judged draws, :math:`y_i` = 1 when judged
-relevant; a drawn hole nobody judged yet is left out, :math:`m_h` counting the judged ones: missing at random).
-Each hole's relevance is then known (judged, drawn or not) or estimated as the share of relevant draws in its
-cell (its question's holes of its stratum), shrunk toward the stratum's rate,
-:math:`p_i = (x_{qh} + s \\hat p_h) / (m_{qh} + s)` with :math:`s` = ``SHRINK`` (:func:`hole_relevance`): how
-many relevant holes a question has varies far more between questions than within a stratum, so a question's
-own draws count. Per question, with :math:`R` relevant anchors
-judged (before the pool, or drawn and judged), :math:`R_k` of them covered in the top k, and :math:`p_i` each
-unjudged hole's probability:
+each depth stratum :math:`h` (:math:`m_h` counting the judged draws: a drawn hole nobody judged yet is left out,
+missing at random). Once the drawn holes are judged:
 
-- recall@k :math:`= (R_k + \\sum_{i \\in C_k} p_i) / (R + \\sum_i p_i)`, :math:`C_k` the unjudged holes a top-k
-  chunk covers;
-- precision@k by Horvitz-Thompson, unbiased for the run whatever its holes: a top-k rank covering a relevant
+- **How likely each unjudged hole is relevant** (:class:`RelevanceModel`, :func:`hole_relevance`): a logistic
+  model with an effect per question, one per depth stratum and a slope in the log of how many pooled runs
+  retrieved the hole, fitted to the judged holes, the spread between questions learnt from them. Relevant
+  sections crowd into a few questions (model labels of two real pools: 0, 0, 0, 0, 0, 1, 1, ... 10 relevant holes
+  a question), so a question's own draws count, and so does how many runs agree on a hole.
+- **recall@k**, per question, by a difference estimator: the model's probability summed over the question's holes
+  not judged before the sample, corrected by each judged draw's residual :math:`(y_i - p_i) / \\pi_i`, for the
+  relevant holes in all (:math:`\\hat D`) and those a top-k chunk covers (:math:`\\hat N_k`); recall is
+  :math:`(R_k + \\hat N_k) / (R + \\hat D)`, :math:`R` the relevant anchors judged otherwise and :math:`R_k`
+  of them in the top k, never below what the judgments already show. Each total is unbiased for the question
+  whatever the model (the model only narrows the interval); the ratio keeps a small bias (BENCHMARKS.md,
+  sampled judgments). Its variance is by linearisation of the ratio,
+  :math:`\\sum_i (1 - \\pi_i) ((c_i - r) (y_i - p_i) / (\\hat D \\pi_i))^2` over the question's judged draws
+  (:math:`c_i` = 1 when a top-k chunk covers the hole), plus the model's spread for holes of a stratum with no
+  judged draw; a question with no judged draw takes the variance the model implies for the sample it did not
+  get. Questions are summed as independent.
+- **precision@k** by Horvitz-Thompson, unbiased for the run whatever its holes: a top-k rank covering a relevant
   anchor judged before the pool counts 1, one covering no hole of the pool counts as eval counts it, and one
   covering holes counts :math:`\\sum_{i \\in S} w_i y_i / \\pi_i` over the judged draws it covers
-  (:math:`\\pi_i = m_h / N_h`; :math:`w_i = 1 / (1 + \\sum_{j \\ne i} p_j)` over the other holes it covers, so
-  that a chunk covering several relevant holes counts once); its variance is the stratified one, :math:`\\sum_h N_h^2 (1 - m_h/N_h) S_h^2 /
+  (:math:`w_i = 1 / (1 + \\sum_{j \\ne i} p_j)` over the other holes it covers, so that a chunk covering several
+  relevant holes counts once); its variance is the stratified one, :math:`\\sum_h N_h^2 (1 - m_h/N_h) S_h^2 /
   m_h`, :math:`S_h^2` the spread of the judged draws' contributions, but never below what the stratum's smoothed
   rate implies for the holes the run retrieved (drawn or not): a few draws often hold no relevant hole the run
   retrieved, and their spread, 0, would make the interval a point.
 
-Each interval is the estimate :math:`\\pm 1.96` standard errors. Recall's variance is by linearisation in the
-unjudged holes' probabilities (:math:`d_i` the slope of the mean in :math:`p_i`): the stratum rates' sampling variance
-(without replacement, :math:`(1 - m_h/N_h) \\tilde p (1 - \\tilde p) / m_h`) through the cells' weight on
-them, each cell's own share's variance :math:`m_{qh} \\tilde p (1 - \\tilde p) / (m_{qh} + s)^2`, and each unjudged hole's
-spread around its probability, :math:`d_i^2 p_i (1 - p_i)` (:math:`\\tilde p` smoothed by half a draw, and
-probabilities kept inside [0.02, 0.98], so nothing estimated at 0 or 1 is taken as certain). Both aim at the
-figure full judgments of the pool would give for this run on these questions
-(the questions are fixed; ``bench/sampled.py`` measures how often it covers it). nDCG is not estimated (its ideal
-ranking depends on every unknown grade at once): eval's judged-only figure and its upper bound stay its range.
-
-:func:`hole_relevance` gives, per question and hole, the probability a hole is relevant (1 or 0 once judged, its
-cell's shrunk share otherwise), for ordering what to judge next.
+Each interval is the estimate :math:`\\pm 1.96` standard errors, kept within [0, 1]. Both aim at the figure full
+judgments of the pool would give for this run on these questions (the questions are fixed; ``bench/sampled.py``
+measures how often the intervals cover it). nDCG is not estimated (its ideal ranking depends on every unknown grade
+at once): eval's judged-only figure and its upper bound stay its range.
 """
 
 from __future__ import annotations
@@ -57,8 +54,6 @@ __all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", 
 
 Z95 = 1.959963984540054
 ESTIMATED = ("recall", "precision")
-SHRINK = 1.0  # judged draws' worth of the stratum's rate in each (question, stratum) cell's estimate
-FEW_DRAWS = 5  # judged draws a question below which recall's interval missed in bench/sampled.py (3.8: 10% there)
 
 
 @dataclass(frozen=True)
@@ -112,10 +107,6 @@ class SampledEstimate:
         if self.judged < self.drawn:
             lines.append(f"  {self.drawn - self.judged} drawn hole(s) not judged yet: judge them for a narrower "
                          "interval")
-        if self.judged < FEW_DRAWS * self.questions:
-            lines.append(f"  {self.judged / self.questions:.1f} judged draws a question: with fewer than {FEW_DRAWS}, "
-                         "recall's estimate leans on the depth strata's rates and runs low where relevant sections "
-                         "crowd into a few questions (BENCHMARKS.md, sampled judgments); judge a larger sample")
         if self.outside:
             lines.append(f"  {self.outside} unjudged hit(s) in the top k are not in the pool (not pooled runs): "
                          "counted as not relevant")
@@ -146,45 +137,36 @@ def _judged_draws(sample: PoolSample, items: Mapping[str, GoldenItem]) -> tuple[
 
 def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str, float]]:
     """Question id -> hole anchor -> the estimated probability that the hole is relevant: 1.0 or 0.0 once judged
-    (drawn or not); otherwise the share of relevant draws in its cell (its question's holes of its depth
-    stratum), shrunk toward the stratum's rate over all questions: ``(x_qh + SHRINK * r_h) / (m_qh + SHRINK)``,
-    the stratum's rate where the cell has no judged draw (the rate of all judged draws where the stratum has none,
-    0.0 with none at all)."""
+    (drawn or not); otherwise :class:`RelevanceModel`'s, fitted to the pool's judged holes (its question's draws,
+    its depth stratum, how many runs retrieved it)."""
     return _relevance(sample, golden)[0]
 
 
 def sampled_relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]], int]:
     """(:func:`hole_relevance`, how many of the sample's draws are judged): with none judged, the unjudged holes'
     chances rest on nothing (what the decision model then falls back from)."""
-    found, cells, _ = _relevance(sample, golden)
-    return found, sum(m for _, m in cells.values())
+    found, _, judged = _relevance(sample, golden)
+    return found, judged
 
 
 def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]],
-                                                                  dict[tuple[str, str], tuple[float, int]],
-                                                                  dict[str, float]]:
-    """(hole_relevance, (question, stratum) -> (relevant draws, judged draws), stratum -> rate)."""
+                                                                  dict[str, dict[str, float]], int]:
+    """(hole_relevance, question -> hole -> the model's probability whether judged or not, how many of the sample's
+    draws are judged)."""
     items = _by_id(golden)
-    draws, _ = _judged_draws(sample, items)
-    hits: dict[str, list[float]] = {}
-    cells: dict[tuple[str, str], tuple[float, int]] = {}
-    for h, y in draws:
-        hits.setdefault(h.stratum, []).append(y)
-        x, m = cells.get((h.question, h.stratum), (0.0, 0))
-        cells[(h.question, h.stratum)] = (x + y, m + 1)
-    overall = float(np.mean([y for _, y in draws])) if draws else 0.0
-    rate = {s: float(np.mean(v)) for s, v in hits.items()}
-    out: dict[str, dict[str, float]] = {}
     known = {q: set(item.judged_anchors) for q, item in items.items()}
-    for h in sample.holes:
-        item = items.get(h.question)
-        if item is not None and h.anchor in known[h.question]:
-            p = 1.0 if item.relevant.get(h.anchor, 0) > 0 else 0.0
-        else:
-            x, m = cells.get((h.question, h.stratum), (0.0, 0))
-            p = (x + SHRINK * rate.get(h.stratum, overall)) / (m + SHRINK)
-        out.setdefault(h.question, {})[h.anchor] = p
-    return out, cells, rate
+    mine = [h for h in sample.holes if h.question in items]
+    judged = [(h, 1.0 if items[h.question].relevant.get(h.anchor, 0) > 0 else 0.0) for h in mine
+              if h.anchor in known[h.question]]
+    model = RelevanceModel([h.question for h in mine], [h.stratum for h in sample.holes],
+                           [(h.question, h.stratum, h.runs, y) for h, y in judged])
+    fitted: dict[str, dict[str, float]] = {}
+    for h, p in zip(mine, model.probability([(h.question, h.stratum, h.runs) for h in mine])):
+        fitted.setdefault(h.question, {})[h.anchor] = float(p)
+    out = {q: dict(v) for q, v in fitted.items()}
+    for h, y in judged:
+        out[h.question][h.anchor] = y
+    return out, fitted, sum(1 for h, _ in judged if h.sampled)
 
 
 def _read_result(result: EvalResult | Mapping[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[int, ...]]:
@@ -215,7 +197,7 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     items = _by_id(golden)
     draws, strata = _judged_draws(sample, items)
     rate = _rates(draws)
-    prob, cells, _ = _relevance(sample, golden)
+    prob, fitted, _ = _relevance(sample, golden)
     pi = {s: m / n for s, (n, m) in strata.items() if m}
     lin: dict[str, list[tuple[str, float]]] = {}  # precision: (stratum, z_i) per judged draw (Horvitz-Thompson)
     spread: dict[str, dict[str, tuple[float, float]]] = {}  # precision: stratum -> (sum c_i, sum c_i^2), every hole
@@ -226,27 +208,23 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     n_q = len(questions)
     outside = 0
     est: dict[str, float] = {}
-    grad: dict[str, dict[str, float]] = {}  # metric -> stratum -> d(mean) / d(stratum rate)
-    squares: dict[str, dict[str, float]] = {}  # metric -> stratum -> sum of (d(mean) / d(y_i))^2 over unjudged holes
+    variance: dict[str, float] = {}  # recall: the sum of the questions' variances
     for q in questions:
         item = items[q.id]
         judged_q = set(item.judged_anchors)
         unknown = {h.anchor: h.stratum for h in holes.get(q.id, []) if h.anchor not in judged_q}
-        p = {a: prob[q.id][a] for a in unknown}
         top = list(q.retrieved)
         hit = _covering(top, unknown, corpus)
         outside += sum(1 for r, hs in zip(top, hit) if not r.get("judged") and not hs)
-        den = len(q.relevant) + sum(p.values())
-        cell = {s: cells.get((q.id, s), (0.0, 0)) for s in set(unknown.values())}
         every = {h.anchor: h.stratum for h in holes.get(q.id, [])}
         hit_all = _covering(top, every, corpus)  # per rank, the pool's holes its chunk covers
         base_hit = _covering(top, {a: "" for a in q.relevant if a not in every}, corpus)  # relevant before the pool
         draws_q = {h.anchor: (h.stratum, y) for h, y in draws if h.question == q.id}
+        population = {a: s for a, s in every.items() if a in unknown or a in draws_q}
         for k in ks:
-            covered = set().union(*hit[:k])
-            num = sum(1 for r in q.anchor_ranks.values() if r is not None and r <= k) + sum(p[a] for a in covered)
-            d_r = {a: ((a in covered) / den - num / den**2) if den else 0.0 for a in unknown}
-            _add(est, grad, squares, f"recall@{k}", num / den if den else 0.0, n_q, unknown, d_r, p, cell)
+            value, var = _recall(q, k, population, draws_q, fitted.get(q.id, {}), pi, set().union(*hit_all[:k]))
+            est[f"recall@{k}"] = est.get(f"recall@{k}", 0.0) + value / n_q
+            variance[f"recall@{k}"] = variance.get(f"recall@{k}", 0.0) + var / n_q**2
             value, times, weight = 0.0, dict.fromkeys(draws_q, 0.0), {}
             for r, pooled, known in zip(top[:k], hit_all[:k], base_hit[:k]):
                 if known or not pooled:
@@ -271,8 +249,7 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
             if name == "precision":
                 se = math.sqrt(_ht_variance(lin.get(key, []), strata, spread.get(key, {}), rate))
             else:
-                se = math.sqrt(sum(g * g * _rate_variance(rate.get(s), strata[s]) + squares[key][s]
-                                   for s, g in grad.get(key, {}).items()))
+                se = math.sqrt(variance[key])
             upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
             judged = math.nan if judged is None else float(judged)
             intervals.append(Interval(key, judged, est[key], max(0.0, est[key] - z * se), min(1.0, est[key] + z * se),
@@ -280,6 +257,46 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
     return SampledEstimate(tuple(intervals), n_q, drawn, judged, outside)
+
+
+def _recall(q: Any, k: int, population: Mapping[str, str], draws: Mapping[str, tuple[str, float]],
+            fitted: Mapping[str, float], pi: Mapping[str, float], covered: set[str]) -> tuple[float, float]:
+    """One question's recall@k estimated from its holes, and its variance: the model's probability of every hole not
+    judged before the sample, corrected by the judged draws' residuals weighted by their inverse inclusion
+    probability (a difference estimator: unbiased for the question's relevant holes, inside the top k and in all,
+    whatever the model); the variance by linearisation of the ratio, never below what the model implies for the
+    holes not drawn."""
+    base = len(q.relevant) - sum(y for _, y in draws.values())  # relevant anchors judged outside the sample
+    top = sum(1 for a, r in q.anchor_ranks.items() if r is not None and r <= k and a not in draws)
+    total, inside = float(base), float(top)
+    for a in population:
+        c = a in covered
+        total += fitted.get(a, 0.0)
+        inside += c * fitted.get(a, 0.0)
+        if a in draws:
+            s, y = draws[a]
+            total += (y - fitted.get(a, 0.0)) / pi[s]
+            inside += c * (y - fitted.get(a, 0.0)) / pi[s]
+    known = base + sum(y for _, y in draws.values())
+    total = max(total, known)
+    inside = min(max(inside, top + sum(y for a, (_, y) in draws.items() if a in covered)), total)
+    r = inside / total if total > 0 else 0.0
+    design, model, alone = 0.0, 0.0, 0.0
+    for a, s in population.items():
+        c, p = float(a in covered), fitted.get(a, 0.0)
+        share = pi.get(s)
+        if a in draws and share:
+            design += (1 - share) * ((c - r) * (draws[a][1] - p) / total / share) ** 2
+        spread = (c - r) ** 2 * _spread(p) / total**2
+        model += spread * ((1 - share) / share if share else 1.0)
+        alone += 0.0 if share else spread
+    return r, (model if not draws else design + alone)
+
+
+def _spread(p: float) -> float:
+    """p (1 - p), with p kept inside [0.02, 0.98]: a probability estimated at 0 or 1 is not taken as certain."""
+    p = min(0.98, max(0.02, p))
+    return p * (1 - p)
 
 
 def _covering(top: list[Mapping[str, Any]], unknown: Mapping[str, str], corpus: Any) -> list[set[str]]:
@@ -297,32 +314,6 @@ def _covering(top: list[Mapping[str, Any]], unknown: Mapping[str, str], corpus: 
         chunk = SimpleNamespace(doc_id=r.get("doc_id"), start=int(r.get("start") or 0), end=int(r.get("end") or 0))
         out.append({a for a, span in spans.items() if covers(chunk, span)} or ({r.get("anchor")} & set(unknown)))
     return out
-
-
-def _add(est: dict[str, float], grad: dict[str, dict[str, float]], squares: dict[str, dict[str, float]], key: str,
-         value: float, n_q: int, unknown: Mapping[str, str], slope: Mapping[str, float], p: Mapping[str, float],
-         cell: Mapping[str, tuple[float, int]]) -> None:
-    """Add one question's value to the mean of ``key`` and its variance terms: per stratum, the slope in the
-    stratum's rate (each unjudged hole's slope times the cell's weight on that rate), the variance of the cell's own
-    share of relevant draws, and the spread of each unjudged hole around its probability."""
-    est[key] = est.get(key, 0.0) + value / n_q
-    g, sq = grad.setdefault(key, {}), squares.setdefault(key, {})
-    by: dict[str, float] = {}
-    for a, s in unknown.items():
-        d = slope[a] / n_q
-        by[s] = by.get(s, 0.0) + d
-        sq[s] = sq.get(s, 0.0) + d * d * _spread(p[a])
-    for s, d in by.items():
-        x, m = cell[s]
-        g[s] = g.get(s, 0.0) + d * SHRINK / (m + SHRINK)
-        if m:
-            sq[s] = sq.get(s, 0.0) + d * d * m * _spread((x + 0.5) / (m + 1)) / (m + SHRINK) ** 2
-
-
-def _spread(p: float) -> float:
-    """p (1 - p), with p kept inside [0.02, 0.98]: a probability estimated at 0 or 1 is not taken as certain."""
-    p = min(0.98, max(0.02, p))
-    return p * (1 - p)
 
 
 def _ht_variance(contrib: list[tuple[str, float]], strata: Mapping[str, tuple[int, int]],
@@ -361,15 +352,87 @@ def _rates(draws: list[tuple[SampledHole, float]]) -> dict[str, tuple[float, int
     return out
 
 
-def _rate_variance(xm: tuple[float, int] | None, nm: tuple[int, int]) -> float:
-    """Variance of a stratum's rate estimated from ``m`` judged draws of its ``N`` holes, without replacement. The
-    rate in the variance is smoothed, ``(x + 0.5) / (m + 1)``, so a stratum whose draws were all not relevant
-    (or all relevant) still says how unsure it is; a stratum with no judged draw counts as rate 0.5 from one."""
-    n, _ = nm
-    x, m = xm or (0.0, 0)
-    p = (x + 0.5) / (m + 1)
-    if m == 0:
-        return 0.25
-    return max(0.0, 1 - m / n) * p * (1 - p) / m
 
+TAUS = (0.5, 1.0, 2.0)
+"""The spreads of the question effects (logit scale) the relevance model weighs by their marginal likelihood."""
+PRIOR_SCALE = 3.0  # normal prior's scale on the overall logit, each depth stratum's effect and the runs' slope
+DRAWS = 400  # draws of the model's posterior behind each hole's probability
+
+
+@dataclass(frozen=True)
+class _Fit:
+    """One spread's fit of the relevance model: the mode, a square root of the covariance, its weight."""
+
+    mode: np.ndarray
+    root: np.ndarray
+    weight: float
+
+
+class RelevanceModel:
+    """How likely each hole of a sampled pool is relevant: a logistic model with an effect per question, one per
+    depth stratum, and a slope in the log of how many pooled runs retrieved the hole,
+    ``logit p = mu + a_q + b_h + c log(runs)``, fitted to the judged holes of the pool.
+
+    A question's effect has a normal prior of spread ``tau``, weighed over :data:`TAUS` by each one's marginal
+    likelihood (Laplace approximation), so how much questions differ is learnt from the judgments; the overall
+    level, the depth effects and the slope have normal priors of scale :data:`PRIOR_SCALE`. Each fit's posterior
+    is taken as normal around its mode (Laplace), and a hole's probability is its mean over :data:`DRAWS` draws."""
+
+    def __init__(self, questions: Sequence[str], strata: Sequence[str], judged: Sequence[tuple[str, str, int, float]]):
+        self.questions = {q: i for i, q in enumerate(dict.fromkeys(questions))}
+        self.strata = {s: i for i, s in enumerate(dict.fromkeys(strata))}
+        x = self._rows([(q, s, r) for q, s, r, _ in judged])
+        y = np.array([c for *_, c in judged], dtype=float)
+        fits = [self._fit(x, y, tau) for tau in TAUS]
+        top = max(f[1] for f in fits)
+        total = sum(math.exp(f[1] - top) for f in fits)
+        self.fits = tuple(_Fit(f[0].mode, f[0].root, math.exp(f[1] - top) / total) for f in fits)
+
+    def _rows(self, holes: Sequence[tuple[str, str, int]]) -> np.ndarray:
+        nq = len(self.questions)
+        x = np.zeros((len(holes), 2 + nq + len(self.strata)))
+        x[:, 0] = 1.0
+        for j, (q, s, runs) in enumerate(holes):
+            x[j, 1 + self.questions[q]] = 1.0
+            x[j, 1 + nq + self.strata[s]] = 1.0
+            x[j, -1] = math.log(max(1, runs))
+        return x
+
+    def _fit(self, x: np.ndarray, y: np.ndarray, tau: float) -> tuple[_Fit, float]:
+        """Newton's method to the posterior mode; (the fit, the log marginal likelihood by Laplace)."""
+        prec = np.r_[PRIOR_SCALE ** -2, np.full(len(self.questions), tau ** -2.0),
+                     np.full(len(self.strata), PRIOR_SCALE ** -2), PRIOR_SCALE ** -2]
+        theta = np.zeros(x.shape[1])
+        for _ in range(100):
+            p = _expit(x @ theta)
+            hess = x.T @ (x * (p * (1 - p))[:, None]) + np.diag(prec)
+            step = np.linalg.solve(hess, x.T @ (y - p) - prec * theta)
+            theta += step
+            if np.max(np.abs(step)) < 1e-9:
+                break
+        eta = x @ theta
+        p = _expit(eta)
+        hess = x.T @ (x * (p * (1 - p))[:, None]) + np.diag(prec)
+        loglik = float(np.sum(y * eta - np.logaddexp(0.0, eta)))
+        evidence = loglik - 0.5 * float(prec @ theta**2) + 0.5 * float(np.sum(np.log(prec))) \
+            - 0.5 * float(np.linalg.slogdet(hess)[1])
+        return _Fit(theta, np.linalg.cholesky(np.linalg.inv(hess)), 1.0), evidence
+
+    def probability(self, holes: Sequence[tuple[str, str, int]], *, seed: int = 0) -> np.ndarray:
+        """Each hole's (question, stratum, runs) probability of relevance: its mean over :data:`DRAWS` draws of the
+        posterior (each spread's fit drawn in proportion to its weight), reproducibly from ``seed``."""
+        return self.draws(holes, DRAWS, seed=seed).mean(axis=0) if holes else np.zeros(0)
+
+    def draws(self, holes: Sequence[tuple[str, str, int]], n: int, *, seed: int = 0) -> np.ndarray:
+        """``n`` x len(holes) probabilities of relevance drawn from the posterior (each spread's fit drawn in
+        proportion to its weight), reproducibly from ``seed``."""
+        rng = np.random.default_rng(seed)
+        x = self._rows(holes)
+        counts = rng.multinomial(n, [f.weight for f in self.fits])
+        return np.concatenate([_expit((f.mode + rng.standard_normal((c, len(f.mode))) @ f.root.T) @ x.T)
+                               for f, c in zip(self.fits, counts)])
+
+
+def _expit(x: np.ndarray) -> np.ndarray:
+    return 0.5 * (1.0 + np.tanh(0.5 * x))
 

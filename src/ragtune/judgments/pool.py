@@ -254,7 +254,7 @@ def pool_runs(
         found.sort(key=lambda h: (h.best_rank, -len(h.found_by), h.anchor))
         questions.append(PoolQuestion(item.id, item.q, len(pooled), len(judged_anchors & pooled), tuple(found)))
     drawn = None if sample is None else draw_sample(
-        {q.id: [(h.anchor, h.best_rank) for h in q.holes] for q in questions}, sample, seed=seed)
+        {q.id: [(h.anchor, h.best_rank, len(h.found_by)) for h in q.holes] for q in questions}, sample, seed=seed)
     decides = None
     if order == "decides":
         sweeps = [s for s in sources if (Path(s) / "results.json").is_file()]

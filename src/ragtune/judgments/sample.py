@@ -76,7 +76,8 @@ class Stratum:
 
 @dataclass(frozen=True)
 class SampledHole:
-    """A hole of a sampled pool: its question, anchor, best rank, stratum label, inclusion probability, drawn or not."""
+    """A hole of a sampled pool: its question, anchor, best rank, stratum label, inclusion probability, drawn or not,
+    and how many of the pooled runs retrieved it (a hole many runs agree on is more often relevant)."""
 
     question: str
     anchor: str
@@ -84,6 +85,7 @@ class SampledHole:
     stratum: str
     pi: float
     sampled: bool
+    runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -137,16 +139,18 @@ def allocate(sizes: Sequence[int], weights: Sequence[float], n: int) -> list[int
     return alloc
 
 
-def draw_sample(holes: Mapping[str, Sequence[tuple[str, int]]], n: int, *, seed: int = 0) -> PoolSample:
-    """Draw ``n`` of the pool's ``holes`` (question id -> (anchor, best rank) per hole), stratified by depth and
-    rank-weighted (see the module docstring), reproducibly from ``seed``."""
+def draw_sample(holes: Mapping[str, Sequence[tuple[str, int] | tuple[str, int, int]]], n: int, *,
+                seed: int = 0) -> PoolSample:
+    """Draw ``n`` of the pool's ``holes`` (question id -> (anchor, best rank) or (anchor, best rank, runs that
+    retrieved it) per hole), stratified by depth and rank-weighted (see the module docstring), reproducibly from
+    ``seed``."""
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ConfigError(f"sample size must be a whole number >= 1 (the holes to draw), got {n!r}")
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise ConfigError(f"sample seed must be a whole number, got {seed!r}")
-    units = [(q, a, int(r)) for q, hs in holes.items() for a, r in hs]
+    units = [(q, h[0], int(h[1]), int(h[2]) if len(h) > 2 else 1) for q, hs in holes.items() for h in hs]
     members: list[list[int]] = [[] for _ in STRATA]
-    for i, (_, _, r) in enumerate(units):
+    for i, (_, _, r, _) in enumerate(units):
         members[stratum_of(r)].append(i)
     sizes = [len(m) for m in members]
     weights = [sum(rank_weight(units[i][2]) for i in m) for m in members]
@@ -158,7 +162,7 @@ def draw_sample(holes: Mapping[str, Sequence[tuple[str, int]]], n: int, *, seed:
             drawn.update(m[j] for j in rng.choice(len(m), size=k, replace=False))
     strata = tuple(Stratum(stratum_label(h), sizes[h], alloc[h], weights[h]) for h in range(len(STRATA)))
     out = tuple(SampledHole(q, a, r, stratum_label(stratum_of(r)), alloc[stratum_of(r)] / sizes[stratum_of(r)],
-                            i in drawn) for i, (q, a, r) in enumerate(units))
+                            i in drawn, runs) for i, (q, a, r, runs) in enumerate(units))
     return PoolSample(n, seed, strata, out)
 
 
@@ -180,7 +184,7 @@ def read_pool_sample(path: str | os.PathLike[str]) -> PoolSample:
         for h in row.get("holes") or []:
             try:
                 holes.append(SampledHole(str(row["id"]), str(h["anchor"]), int(h["rank"]), str(h["stratum"]),
-                                         float(h["pi"]), bool(h["sampled"])))
+                                         float(h["pi"]), bool(h["sampled"]), max(1, len(h.get("found_by") or ()))))
             except (KeyError, TypeError, ValueError, IndexError):
                 raise ConfigError(f"{path}:{lineno}: a hole without rank, stratum, pi and sampled; write the pool "
                                   "again with `ragtune pool ... --sample N --out FILE`") from None
