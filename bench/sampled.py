@@ -159,6 +159,8 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
         cover: dict[str, list[bool]] = {}
         width: dict[str, list[float]] = {}
         bounds: dict[str, list[float]] = {}
+        inside: dict[str, list[bool]] = {}  # how often eval's worst..best holds the truth
+        error: dict[str, list[float]] = {}  # estimate - truth
         t1 = time.perf_counter()
         for seed in range(args.draws):
             sample = draw_sample(holes, n, seed=seed)
@@ -173,14 +175,20 @@ def simulate(name, corpus_path, golden_path, args, out: Path) -> dict:
                 for i in est.intervals:
                     cover.setdefault(i.metric, []).append(i.low - 1e-9 <= truth[c][i.metric] <= i.high + 1e-9)
                     width.setdefault(i.metric, []).append(i.high - i.low)
+                    error.setdefault(i.metric, []).append(i.estimate - truth[c][i.metric])
                     k = int(i.metric.split("@")[1])
                     best = res.metrics[f"recall_upper@{k}"] if i.metric.startswith("recall") else _precision_best(res, k)
                     bounds.setdefault(i.metric, []).append(best - res.metrics[i.metric])
+                    inside.setdefault(i.metric, []).append(
+                        res.metrics[i.metric] - 1e-9 <= truth[c][i.metric] <= best + 1e-9)
         rows[f"{share:.0%}"] = {
             "n": n,
             "coverage": {m: float(np.mean(v)) for m, v in cover.items()},
             "width": {m: float(np.mean(v)) for m, v in width.items()},
             "bounds_width": {m: float(np.mean(v)) for m, v in bounds.items()},
+            "bounds_coverage": {m: float(np.mean(v)) for m, v in inside.items()},
+            "mean_error": {m: float(np.mean(v)) for m, v in error.items()},
+            "rms_error": {m: float(np.sqrt(np.mean(np.square(v)))) for m, v in error.items()},
             "coverage_all": float(np.mean([x for v in cover.values() for x in v])),
             "seconds": time.perf_counter() - t1,
         }
@@ -269,14 +277,17 @@ def demo_table(demo: dict) -> str:
 def table(results: list[dict]) -> str:
     lines = ["| set | sample | holes judged | coverage of the 95% interval (recall@5, recall@10, precision@5, "
              "precision@10) | all | mean width recall@10 / precision@10 | worst..best width recall@10 / "
-             "precision@10 |", "|---|---|---|---|---|---|---|"]
+             "precision@10 | worst..best holds the truth, recall@10 / precision@10 | recall@10 estimate - truth: mean, "
+             "root mean square |", "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         for share, row in r["shares"].items():
-            c, w, b = row["coverage"], row["width"], row["bounds_width"]
+            c, w, b, h = row["coverage"], row["width"], row["bounds_width"], row["bounds_coverage"]
+            e, rms = row["mean_error"]["recall@10"], row["rms_error"]["recall@10"]
             lines.append(f"| {r['set']} | {share} | {row['n']} of {r['holes']} | "
                          f"{c['recall@5']:.3f}, {c['recall@10']:.3f}, {c['precision@5']:.3f}, {c['precision@10']:.3f} "
                          f"| {row['coverage_all']:.3f} | {w['recall@10']:.3f} / {w['precision@10']:.3f} | "
-                         f"{b['recall@10']:.3f} / {b['precision@10']:.3f} |")
+                         f"{b['recall@10']:.3f} / {b['precision@10']:.3f} | {h['recall@10']:.3f} / "
+                         f"{h['precision@10']:.3f} | {e:+.3f}, {rms:.3f} |")
     return "\n".join(lines)
 
 
