@@ -243,3 +243,16 @@ def test_intervals_stay_within_zero_and_one_on_a_thin_sample():
             assert 0.0 <= est[m].low <= est[m].estimate <= est[m].high <= 1.0, (seed, m, est[m])
             wide += est[m].high - est[m].low > 0.5
     assert wide  # thin samples: some intervals are wide enough to have passed a bound
+
+
+def test_an_estimate_past_one_from_a_rare_draw_is_kept_within_zero_and_one():
+    # one question; its rank-8 hit shares a stratum with 200 holes other runs found, so drawing it counts ~100 times
+    base, ranking = "q0/base", ["q0/base", *(f"q0/h{r}" for r in range(1, 10))]
+    holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base] + [(f"q0/o{j}", 8) for j in range(200)]
+    spec = {"q0": (base, ranking, holes, {a: float(a == "q0/h7") for a, _ in holes})}
+    sample = next(s for s in (draw_sample(holes_of(spec), 14, seed=seed) for seed in range(2000))
+                  if any(h.sampled and h.anchor == "q0/h7" for h in s.holes))
+    est = estimate_metrics(*evaluation(spec, judge_drawn(spec, sample)), sample)
+    for m in ("recall@10", "precision@10"):
+        assert 0.0 <= est[m].low <= est[m].estimate <= est[m].high <= 1.0, (m, est[m])
+    assert est["precision@10"].estimate == 1.0  # 1/pi of a hole drawn with pi ~ 0.01, over 10 ranks: far past 1

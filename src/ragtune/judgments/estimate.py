@@ -60,7 +60,8 @@ ESTIMATED = ("recall", "precision")
 class Interval:
     """One metric estimated from the sample: eval's judged-only figure, the estimate and its 95% interval, and the
     worst and best cases (every unjudged hit not relevant, or relevant: eval's bounds; None where eval has none).
-    Recall and precision lie in [0, 1], and so does the interval (a normal interval from few draws can pass them)."""
+    Recall and precision lie in [0, 1], and so do the estimate and the interval (a normal interval from few draws,
+    or a sum of inverse-probability weights, can pass them)."""
 
     metric: str
     judged: float
@@ -252,7 +253,8 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
                 se = math.sqrt(variance[key])
             upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
             judged = math.nan if judged is None else float(judged)
-            intervals.append(Interval(key, judged, est[key], max(0.0, est[key] - z * se), min(1.0, est[key] + z * se),
+            value = min(1.0, max(0.0, est[key]))  # inverse-probability weights can carry a sum past 1
+            intervals.append(Interval(key, judged, value, max(0.0, est[key] - z * se), min(1.0, est[key] + z * se),
                                       judged if upper is not None else None, None if upper is None else float(upper)))
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
