@@ -9,6 +9,17 @@ import pytest
 from tests.helpers import CHROMIUM, CHROMIUM_ARGS, FAQ, GUIDE, write_files
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    """``make test`` runs with ``--dist loadgroup``: a test marked ``xdist_group`` runs with its group on one worker
+    (each page of tests/test_docs.py is one: its commands build on each other in one workspace), and every other
+    test with its file's tests, as ``--dist loadfile`` would (module fixtures, one Milvus server). One file of ~200
+    documented commands on one worker was the run's tail; its pages now spread over the workers."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
 @pytest.fixture
 def md_corpus(tmp_path: Path) -> Path:
     return write_files(tmp_path / "corpus", {"guide/billing.md": GUIDE, "faq.md": FAQ, "notes.txt": "plain text notes about shipping"})

@@ -3,7 +3,7 @@ which ``make test`` installs), started once per test run by the session fixture 
 ``tests/conftest.py`` on a free loopback port, with its data in a temporary folder, and stopped at the end.
 
 The tests that use it live in one file (``tests/store/test_milvus_server.py``): ``make test`` runs with
-``--dist loadfile``, so one worker, one server. :class:`ServerHandle` can stop and start the same server again
+``--dist loadgroup``, a file's tests together (tests/conftest.py), so one worker, one server. :class:`ServerHandle` can stop and start the same server again
 (same port, same data) for the tests of a server that goes away and comes back.
 """
 

@@ -206,7 +206,35 @@ def docs_env(tmp_path_factory, request):
     for name in ("golden.jsonl", "my-golden.jsonl"):
         shutil.copy(ROOT / "docs" / "golden.jsonl", base / name)
     shutil.copy(ROOT / "examples" / "demo-grid.toml", base / "grid.toml")
+    _warm(cache_dir, base)
     return {"base": base, "cache": cache_dir, "root": tmp_path_factory.mktemp("docs-pages"), "pages": {}}
+
+
+def _warm(cache_dir: Path, base: Path) -> None:
+    """Embed the docs folder with the default pipeline once, into the shared cache, before any page runs: the pages
+    run on several workers (tests/conftest.py), and each worker's first default eval would embed the same chunks at
+    the same time. The first worker embeds under a lock; the others wait, then find every chunk cached."""
+    import fcntl
+    import hashlib
+
+    from ragtune.cli import main
+
+    digest = hashlib.sha1(b"".join(p.read_bytes() for p in sorted((base / "docs").rglob("*")) if p.is_file()))
+    done = cache_dir / f".warm-{digest.hexdigest()[:16]}"
+    with open(cache_dir / ".warm.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if done.exists():
+            return
+        saved = {k: os.environ.get(k) for k in ("RAGTUNE_CACHE_DIR", "RAGTUNE_PROGRESS")}
+        os.environ.update(RAGTUNE_CACHE_DIR=str(cache_dir), RAGTUNE_PROGRESS="0")
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                rc = main(["eval", "--corpus", str(base / "docs"), "--golden", str(base / "docs" / "golden.jsonl")])
+        finally:
+            for k, v in saved.items():
+                os.environ.pop(k, None) if v is None else os.environ.__setitem__(k, v)
+        if rc == 0:
+            done.touch()
 
 
 def _workspace(env: dict, page: str) -> Path:
@@ -263,7 +291,7 @@ def run_command(cmd: Command, ws: Path) -> tuple[int, str]:
     return rc, stdout + err.getvalue()
 
 
-@pytest.mark.parametrize("cmd", ALL, ids=[c.id for c in ALL])
+@pytest.mark.parametrize("cmd", [pytest.param(c, id=c.id, marks=pytest.mark.xdist_group(c.page)) for c in ALL])
 def test_documented_command_runs(cmd: Command, docs_env, monkeypatch):
     if cmd.skip:
         pytest.skip(cmd.skip)
