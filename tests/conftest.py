@@ -18,6 +18,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+    # the workers take groups in collection order: the longest first, so none of them is left to run alone at the end
+    items.sort(key=lambda item: next((n for n, f in enumerate(LONGEST_FIRST) if item.nodeid.startswith(f)),
+                                     len(LONGEST_FIRST)))
+
+
+LONGEST_FIRST = ("tests/test_packaging.py", "tests/test_docs.py", "tests/store/test_milvus_server.py",
+                 "tests/scale/test_ray_local.py", "tests/store/test_store_faults.py", "tests/test_tour_install.py")
+"""Files whose tests take longest (``make test`` prints the slowest 25), in the order to start them."""
 
 
 @pytest.fixture

@@ -358,6 +358,16 @@ def _unreachable(e: Exception) -> bool:
         t in text for t in ("Fail connecting to server", "UNAVAILABLE", "Connection refused", "Socket closed"))
 
 
+TRANSIENT = ("failed to get delegator", "shard leader", "channel not available")
+"""What a Milvus server says for a moment after a collection was loaded or an alias moved, while a query node takes
+up the collection's channel: the same request succeeds a moment later."""
+TRANSIENT_WAITS_S = (0.1, 0.3, 0.6, 1.0, 2.0)  # the pauses before each retry of a transiently refused request
+
+
+def _transient(e: Exception) -> bool:
+    return any(t in str(e) for t in TRANSIENT)
+
+
 def reopen(client):
     """``client`` again, or a new client for its URI and token when its server went away (pymilvus does not
     reconnect a channel to a restarted server by itself); :class:`MilvusError` while it is still away."""
@@ -811,16 +821,21 @@ class MilvusRetriever:
 
     def _call(self, what: str, method: str, *args, **kwargs):
         """``self.client.<method>(...)``; a server that went away is one :class:`MilvusError` line (the server
-        answers 503 with it), and the next call opens a new connection, so searches recover when it returns."""
+        answers 503 with it), and the next call opens a new connection, so searches recover when it returns. A
+        request refused while a query node takes up the collection (:data:`TRANSIENT`) is retried after each pause
+        of :data:`TRANSIENT_WAITS_S`, then reported."""
         try:
             self.client = reopen(self.client)
-            try:
-                return getattr(self.client, method)(*args, **kwargs)
-            except Exception as e:  # a restarted server may come back with the collection released: load it
-                if "not loaded" not in str(e):
-                    raise
-                self.client.load_collection(self.collection)
-                return getattr(self.client, method)(*args, **kwargs)
+            for wait in (*TRANSIENT_WAITS_S, None):
+                try:
+                    return getattr(self.client, method)(*args, **kwargs)
+                except Exception as e:
+                    if "not loaded" in str(e):  # a restarted server may come back with the collection released
+                        self.client.load_collection(self.collection)
+                        return getattr(self.client, method)(*args, **kwargs)
+                    if wait is None or not _transient(e):
+                        raise
+                    time.sleep(wait)  # a query node still taking up the collection: the same call, a moment later
         except RagtuneError:
             raise
         except Exception as e:
