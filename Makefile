@@ -39,7 +39,7 @@ demo: $(DEMO)
 	$(PY) -m ragtune sweep --corpus docs --golden docs/golden.jsonl --grid examples/demo-grid.toml --out out/demo-sweep --top 10
 
 test: $(ALL)
-	$(PY) -m pytest -q -n auto --dist loadgroup --durations=25
+	$(PY) -m pytest -q -n auto --dist loadgroup --no-loadscope-reorder --durations=25
 
 bench-scifact: $(ALL)
 	$(PY) bench/beir.py --data ../shared/datasets/scifact --split test --retriever bm25,dense,hybrid

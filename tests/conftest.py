@@ -18,7 +18,8 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.get_closest_marker("xdist_group") is None:
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
-    # the workers take groups in collection order: the longest first, so none of them is left to run alone at the end
+    # the workers take groups in collection order (--no-loadscope-reorder; xdist would put the groups of most tests
+    # first): the longest first, so none of them is left to run alone at the end
     items.sort(key=lambda item: next((n for n, f in enumerate(LONGEST_FIRST) if item.nodeid.startswith(f)),
                                      len(LONGEST_FIRST)))
 
