@@ -254,7 +254,8 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
             upper, judged = metrics.get(f"{name}_upper@{k}"), metrics.get(key)
             judged = math.nan if judged is None else float(judged)
             value = min(1.0, max(0.0, est[key]))  # inverse-probability weights can carry a sum past 1
-            intervals.append(Interval(key, judged, value, max(0.0, est[key] - z * se), min(1.0, est[key] + z * se),
+            low, high = min(max(0.0, est[key] - z * se), value), max(min(1.0, est[key] + z * se), value)
+            intervals.append(Interval(key, judged, value, low, high,
                                       judged if upper is not None else None, None if upper is None else float(upper)))
     drawn = sum(1 for q in questions for h in holes.get(q.id, []) if h.sampled)
     judged = sum(1 for h, _ in draws if h.question in {q.id for q in questions})
