@@ -12,6 +12,15 @@ from ragtune.judgments.estimate import estimate_metrics, hole_relevance
 from ragtune.judgments.sample import STRATA, allocate, draw_sample, stratum_of
 
 
+def top_ten(q, rng):
+    """A question's base anchor, a run's top 10 with the base at a random rank, and the run's 9 other hits as holes
+    (anchor, rank)."""
+    base = f"{q}/base"
+    ranking = [f"{q}/h{r}" for r in range(10)]
+    ranking[int(rng.integers(0, 10))] = base
+    return base, ranking, [(a, r + 1) for r, a in enumerate(ranking) if a != base]
+
+
 def synthetic_pool(n_questions=12, seed=7):
     """Per question: a run's top 10 (anchors), one relevant anchor judged beforehand, holes found by the run and
     by other runs (with best ranks), and the truth for every hole."""
@@ -19,11 +28,8 @@ def synthetic_pool(n_questions=12, seed=7):
     spec = {}
     for qi in range(n_questions):
         q = f"q{qi}"
-        base = f"{q}/base"
-        ranking = [f"{q}/h{r}" for r in range(10)]
-        ranking[int(rng.integers(0, 10))] = base
+        base, ranking, holes = top_ten(q, rng)
         others = [f"{q}/o{j}" for j in range(int(rng.integers(2, 9)))]  # holes only other runs found
-        holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base]
         holes += [(a, int(rng.integers(1, 25))) for a in others]
         truth = {a: float(rng.random() < (0.5 if r <= 3 else 0.25 if r <= 10 else 0.1)) for a, r in holes}
         spec[q] = (base, ranking, holes, truth)
@@ -143,10 +149,7 @@ def crowded(n_questions=20, seed=0):
     spec = {}
     for qi in range(n_questions):
         q = f"q{qi}"
-        base = f"{q}/base"
-        ranking = [f"{q}/h{r}" for r in range(10)]
-        ranking[int(rng.integers(0, 10))] = base
-        holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base]
+        base, ranking, holes = top_ten(q, rng)
         holes += [(f"{q}/o{j}", int(rng.integers(1, 11))) for j in range(int(rng.integers(20, 30)))]
         rate = 0.45 if qi % 5 == 0 else 0.0
         truth = {a: float(rng.random() < rate * (1.5 if r <= 3 else 1.0)) for a, r in holes}
@@ -180,11 +183,8 @@ def questions_apart(n_questions=20, seed=0):
     spec = {}
     for qi in range(n_questions):
         q = f"q{qi}"
-        base = f"{q}/base"
-        ranking = [f"{q}/h{r}" for r in range(10)]
-        ranking[int(rng.integers(0, 10))] = base
+        base, ranking, holes = top_ten(q, rng)
         others = [f"{q}/o{j}" for j in range(int(rng.integers(2, 9)))]
-        holes = [(a, r + 1) for r, a in enumerate(ranking) if a != base]
         holes += [(a, int(rng.integers(1, 25))) for a in others]
         factor = rng.choice([0.1, 0.5, 1.0, 2.5])
         truth = {a: float(rng.random() < min(0.95, factor * (0.4 if r <= 3 else 0.2 if r <= 10 else 0.08)))

@@ -50,7 +50,7 @@ from ..evaluate.evaluate import EvalResult, covers
 from ..golden import GoldenItem, GoldenSet
 from .sample import PoolSample, SampledHole
 
-__all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", "sampled_relevance", "Z95"]
+__all__ = ["Interval", "SampledEstimate", "estimate_metrics", "hole_relevance", "judged_draws", "sampled_relevance", "Z95"]
 
 Z95 = 1.959963984540054
 ESTIMATED = ("recall", "precision")
@@ -144,16 +144,20 @@ def hole_relevance(sample: PoolSample, golden: GoldenSet) -> dict[str, dict[str,
 
 
 def sampled_relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]], int]:
-    """(:func:`hole_relevance`, how many of the sample's draws are judged): with none judged, the unjudged holes'
-    chances rest on nothing (what the decision model then falls back from)."""
-    found, _, judged = _relevance(sample, golden)
-    return found, judged
+    """(:func:`hole_relevance`, :func:`judged_draws`): with none judged, the unjudged holes' chances rest on
+    nothing (what the decision model then falls back from)."""
+    found, _ = _relevance(sample, golden)
+    return found, judged_draws(sample, golden)
+
+
+def judged_draws(sample: PoolSample, golden: GoldenSet) -> int:
+    """How many of the sample's drawn holes ``golden`` holds a judgment of (no model fitted)."""
+    return len(_judged_draws(sample, _by_id(golden))[0])
 
 
 def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[str, float]],
-                                                                  dict[str, dict[str, float]], int]:
-    """(hole_relevance, question -> hole -> the model's probability whether judged or not, how many of the sample's
-    draws are judged)."""
+                                                                  dict[str, dict[str, float]]]:
+    """(hole_relevance, question -> hole -> the model's probability whether judged or not)."""
     items = _by_id(golden)
     known = {q: set(item.judged_anchors) for q, item in items.items()}
     mine = [h for h in sample.holes if h.question in items]
@@ -167,7 +171,7 @@ def _relevance(sample: PoolSample, golden: GoldenSet) -> tuple[dict[str, dict[st
     out = {q: dict(v) for q, v in fitted.items()}
     for h, y in judged:
         out[h.question][h.anchor] = y
-    return out, fitted, sum(1 for h, _ in judged if h.sampled)
+    return out, fitted
 
 
 def _read_result(result: EvalResult | Mapping[str, Any]) -> tuple[list[Any], dict[str, Any], tuple[int, ...]]:
@@ -198,7 +202,7 @@ def estimate_metrics(result: EvalResult | Mapping[str, Any], golden: GoldenSet, 
     items = _by_id(golden)
     draws, strata = _judged_draws(sample, items)
     rate = _rates(draws)
-    prob, fitted, _ = _relevance(sample, golden)
+    prob, fitted = _relevance(sample, golden)
     pi = {s: m / n for s, (n, m) in strata.items() if m}
     lin: dict[str, list[tuple[str, float]]] = {}  # precision: (stratum, z_i) per judged draw (Horvitz-Thompson)
     spread: dict[str, dict[str, tuple[float, float]]] = {}  # precision: stratum -> (sum c_i, sum c_i^2), every hole

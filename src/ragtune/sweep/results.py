@@ -203,9 +203,9 @@ class SweepResult:
         if decided:
             chance = "its estimated chance"
             if self.judged_sample is not None:
-                from ..judgments.estimate import sampled_relevance
+                from ..judgments.estimate import judged_draws
 
-                chance = ("its chance estimated from the judged pool sample" if sampled_relevance(*self.judged_sample)[1]
+                chance = ("its chance estimated from the judged pool sample" if judged_draws(*self.judged_sample)
                           else "its chance estimated by depth: no draw of the pool sample is judged yet")
             if not moved:
                 return (f"{head}; the unjudged hits cannot change the recommendation at {CONFIDENCE:.0%} confidence "
