@@ -219,12 +219,15 @@ class CachedEmbedder:
         input_keys = getattr(self.inner, "input_keys", None)
         if input_keys is not None:  # keyed by what the model sees: texts equal up to truncation share a vector
             model = f"{self.inner.cache_key}|passage|tokens"
-            new = [t for t in dict.fromkeys(texts) if t not in self._keys]
+            memo = self._keys  # another thread may clear it meanwhile: this call reads its own copy of the keys
+            mine = {t: memo.get(t) for t in dict.fromkeys(texts)}
+            new = [t for t, k in mine.items() if k is None]
             if new:
-                if len(self._keys) > 500_000:
-                    self._keys.clear()
-                self._keys.update(zip(new, input_keys(new)))
-            keys = [self._keys[t] for t in texts]
+                mine.update(zip(new, input_keys(new)))
+                if len(memo) > 500_000:
+                    memo.clear()
+                memo.update((t, mine[t]) for t in new)
+            keys = [mine[t] for t in texts]
         else:
             model = f"{self.inner.cache_key}|passage"
             keys = [EmbeddingCache.text_key(t) for t in texts]

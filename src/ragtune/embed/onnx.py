@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import os
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -77,7 +78,9 @@ def _file_sha256(path: Path) -> str:
 class OnnxEmbedder:
     """A sentence-transformers style encoder run by onnxruntime.
 
-    The constructor is cheap; the model loads on first use (``warm_up``).
+    The constructor is cheap; the model loads on first use (``warm_up``), once, under a lock: one embedder serves
+    concurrent calls (``serve`` searches on a thread pool). Passage keys and token counts read the text with tokenizers
+    of their own, so that no call changes the padding of another's.
     """
 
     def __init__(self, model_path: str | os.PathLike[str], tokenizer_path: str | os.PathLike[str], *,
@@ -93,10 +96,23 @@ class OnnxEmbedder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self._session = None
-        self._tokenizer = None
-        self._counter = None
+        self._tokenizer = None  # padded and truncated: what the model reads
+        self._keyer = None  # truncated, unpadded: the ids that key a passage in the cache
+        self._counter = None  # neither: the length before truncation
         self._inputs: set[str] = set()
         self._key: str | None = None
+        self._loading = threading.RLock()
+
+    def __getstate__(self) -> dict:
+        """Pickled cold (a lock and a loaded session do not travel): the copy loads the model on first use."""
+        state = dict(self.__dict__)
+        state.update(_session=None, _tokenizer=None, _keyer=None, _counter=None, _inputs=set())
+        del state["_loading"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._loading = threading.RLock()
 
     @classmethod
     def minilm(cls, **kwargs) -> "OnnxEmbedder":
@@ -124,49 +140,62 @@ class OnnxEmbedder:
             self._key = f"{self.model_id}:{_file_sha256(self.model_path)[:16]}:{self.max_tokens}"
         return self._key
 
+    def _tokenizers(self):
+        """A fresh tokenizer from ``tokenizer.json``, each setting left to the caller."""
+        try:
+            from tokenizers import Tokenizer
+        except ImportError:
+            raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
+        return Tokenizer.from_file(str(self.tokenizer_path))
+
     def _load_tokenizer(self):
         if self._tokenizer is None:
-            try:
-                from tokenizers import Tokenizer
-            except ImportError:
-                raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
-            tok = Tokenizer.from_file(str(self.tokenizer_path))
-            tok.enable_truncation(max_length=self.max_tokens)
-            tok.enable_padding()
-            self._tokenizer = tok
+            with self._loading:
+                if self._tokenizer is None:
+                    tok = self._tokenizers()
+                    tok.enable_truncation(max_length=self.max_tokens)
+                    tok.enable_padding()
+                    self._tokenizer = tok
         return self._tokenizer
 
     def input_keys(self, texts: Sequence[str]) -> list[str]:
         """Cache keys for passages: a hash of the token ids the model actually sees (after
         truncation), so two texts that differ only past ``max_tokens`` share one embedding."""
-        tok = self._load_tokenizer()
-        tok.no_padding()
-        try:
-            encs = tok.encode_batch([self.passage_prefix + t for t in texts])
-        finally:
-            tok.enable_padding()
+        if self._keyer is None:
+            with self._loading:
+                if self._keyer is None:
+                    tok = self._tokenizers()
+                    tok.enable_truncation(max_length=self.max_tokens)
+                    tok.no_padding()
+                    self._keyer = tok
+        encs = self._keyer.encode_batch([self.passage_prefix + t for t in texts])
         return [hashlib.sha256(np.asarray(e.ids, dtype=np.int32).tobytes()).hexdigest() for e in encs]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens the model would read for each passage before truncation: prefix and special tokens included."""
         if self._counter is None:
-            from tokenizers import Tokenizer
-
-            self._counter = Tokenizer.from_file(str(self.tokenizer_path))
-            self._counter.no_truncation()
-            self._counter.no_padding()
+            with self._loading:
+                if self._counter is None:
+                    tok = self._tokenizers()
+                    tok.no_truncation()
+                    tok.no_padding()
+                    self._counter = tok
         return [len(e.ids) for e in self._counter.encode_batch([self.passage_prefix + t for t in texts])]
 
     def warm_up(self) -> None:
         if self._session is not None:
             return
-        try:
-            import onnxruntime as ort
-        except ImportError:
-            raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
-        self._session = cpu_session(ort, self.model_path, self.threads)
-        self._inputs = {i.name for i in self._session.get_inputs()}
-        self._load_tokenizer()
+        with self._loading:
+            if self._session is not None:
+                return
+            try:
+                import onnxruntime as ort
+            except ImportError:
+                raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
+            session = cpu_session(ort, self.model_path, self.threads)
+            self._inputs = {i.name for i in session.get_inputs()}
+            self._load_tokenizer()
+            self._session = session  # last: a caller that sees the session finds everything else in place
 
     def _run(self, texts: Sequence[str]) -> np.ndarray:
         self.warm_up()
