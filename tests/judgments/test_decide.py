@@ -3,6 +3,7 @@ the holes that could change it are listed first, with a stop line."""
 
 import json
 
+import numpy as np
 import pytest
 
 from ragtune import ConfigError
@@ -81,6 +82,29 @@ def test_a_few_deciding_holes_mark_the_runner_up_and_come_first_with_the_stop_li
     text = str(decides).splitlines()
     assert text[4].startswith("---- stop: with these 3 judged the decision is settled at 95% confidence whatever "
                               "the other 3 turn out to be")
+
+
+def test_the_marks_are_corrected_for_comparing_many_configurations_with_the_recommended_one():
+    # b with two deciding holes: 3 wins of 30, plus each relevant hole; significantly better alone in 3 draws of 4
+    # (4 or 5 wins: bootstrap p near e^-4 and e^-5). Compared with the baseline beside 37 others (the demo grid
+    # has 39 configurations), Holm asks p < 0.025 / 38: no draw gets there, the recommendation stands, no mark
+    records = deciding_sweep()
+    b = records[1]["result"]["questions"]
+    b[20] = question(20, ["not", "not"])
+    crowd = records + [dict(records[2], key=f"c{j}", label=f"c{j}") for j in range(36)]
+    alone = DecisionModel(records, "recall@1", probability=by_anchor, seed=0)
+    many = DecisionModel(crowd, "recall@1", probability=by_anchor, seed=0)
+    assert alone.could_change(BASE) == pytest.approx({"b": 0.25}, abs=0.05)
+    assert many.settled_share(BASE, "b")[1] < 0.95  # one comparison alone still varies from draw to draw
+    assert many.could_change(BASE) == {}
+
+
+def test_holm_stops_at_the_first_comparison_that_misses_its_threshold():
+    from ragtune.judgments.decide import holm_better
+
+    p = np.array([[0.001, 0.02], [0.012, 0.001], [0.02, 0.5]])  # three comparisons (rows), two draws (columns)
+    # draw 1: 0.001 < 0.025/3, 0.012 < 0.025/2, 0.02 < 0.025; draw 2: 0.001 < 0.025/3, then 0.02 >= 0.0125 stops
+    assert holm_better(p, 0.025).tolist() == [[True, False], [True, True], [True, False]]
 
 
 def test_a_settled_decision_has_nothing_to_judge():

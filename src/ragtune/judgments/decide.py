@@ -10,7 +10,9 @@ configuration (it enters each recall's denominator, whoever retrieved it). For c
   same resamples in every draw): ``b`` would replace ``a`` when the ``confidence`` interval of the mean
   difference lies above 0 (``b`` significantly better), and ``a`` stands otherwise;
 - the decision between them is *settled* when one verdict holds in at least ``confidence`` of the draws;
-  otherwise it *could change* (the ``~`` mark of the sweep table).
+  otherwise it *could change* (the ``~`` mark of the sweep table). The ``~`` marks compare every configuration
+  with the recommended one at once: in each draw their verdicts are Holm-corrected over the comparisons
+  (:func:`holm_better`), the correction the sweep's comparisons with its baseline use.
 
 *Judge what decides* orders the holes by how much judging one could move the mean paired difference between the
 recommended configuration and the runner-up: :math:`p_h (1 - p_h) |\\Delta_h|`, where :math:`\\Delta_h` is the
@@ -24,8 +26,8 @@ Where :math:`p_h` comes from is a function, ``probability(question_id, anchor, r
 rank any configuration retrieved the hole at). Without one, :func:`depth_rates` estimates it from the sweep itself.
 With a judged pool sample (``sample`` and the ``golden`` set holding its judgments: ``ragtune pool --sample N``,
 then the workbench) :func:`sample_probability` gives it instead: a hole judged is certain (1 or 0), a hole of the
-pool not judged has :func:`~ragtune.judgments.estimate.hole_relevance`'s chance (its question's share of relevant
-draws in its depth stratum, shrunk toward the stratum's rate), and a hole outside the pool (or every hole, while
+pool not judged has :func:`~ragtune.judgments.estimate.hole_relevance`'s chance (the relevance model fitted on
+the judged draws: question, depth stratum and how many pooled runs retrieved it), and a hole outside the pool (or every hole, while
 no draw is judged) keeps the fallback.
 Metrics modelled: ``recall@k``, ``hit@k``, ``precision@k`` and ``mrr``; for another metric :func:`decision_model`
 returns None. Holes are named by the retrieved chunk's anchor (its first section); a hole below every
@@ -51,7 +53,7 @@ from .estimate import sampled_relevance
 from .sample import PoolSample
 
 __all__ = ["HoleProbability", "depth_rates", "sample_probability", "DecisionModel", "decision_model", "DecidingHole", "Decides",
-           "SUPPORTED", "decides_from_sweep"]
+           "SUPPORTED", "decides_from_sweep", "holm_better"]
 
 HoleProbability = Callable[[str, str, int], float]  # (question id, hole anchor, best rank) -> P(relevant)
 SUPPORTED = ("recall", "hit", "precision", "mrr")
@@ -278,23 +280,27 @@ class DecisionModel:
                 len(self.questions), self.draws)
         return self._values[key]
 
-    def _verdicts(self, diffs: np.ndarray) -> np.ndarray:
-        """Per draw (rows of ``diffs``: draws x questions), 1 where the percentile bootstrap interval of the mean
-        difference lies above 0 (fewer than ``(1 - confidence) / 2`` of the resampled means at or below 0), else 0."""
+    def _p_better(self, diffs: np.ndarray) -> np.ndarray:
+        """Per draw (rows of ``diffs``: draws x questions), the one-sided bootstrap p-value that the mean difference
+        is above 0: the share of resampled means at or below 0 (1 where the mean itself is at or below 0)."""
+        out = np.ones(diffs.shape[0])
         if self.weights is None or diffs.size == 0:
-            return np.zeros(diffs.shape[0], dtype=int)
-        tail = (1 - self.confidence) / 2
-        out = np.zeros(diffs.shape[0], dtype=int)
+            return out
         ahead = np.flatnonzero(diffs.mean(axis=1) > 1e-12)  # a mean at or below 0 keeps half its resamples there
         if ahead.size == 0:
             return out
         unique, inverse = np.unique(diffs[ahead], axis=0, return_inverse=True)  # equal draws are resampled once
-        verdicts = np.zeros(unique.shape[0], dtype=int)
+        p = np.ones(unique.shape[0])
         for start in range(0, unique.shape[0], 256):
             means = np.einsum("dq,sq->ds", unique[start:start + 256].astype(np.float32), self.weights)
-            verdicts[start:start + 256] = (np.count_nonzero(means <= 1e-6, axis=1) < tail * means.shape[1])
-        out[ahead] = verdicts[np.ravel(inverse)]
+            p[start:start + 256] = np.count_nonzero(means <= 1e-6, axis=1) / means.shape[1]
+        out[ahead] = p[np.ravel(inverse)]
         return out
+
+    def _verdicts(self, diffs: np.ndarray) -> np.ndarray:
+        """Per draw, 1 where the percentile bootstrap interval of the mean difference lies above 0 (fewer than
+        ``(1 - confidence) / 2`` of the resampled means at or below 0), else 0: one comparison."""
+        return (self._p_better(diffs) < (1 - self.confidence) / 2).astype(int)
 
     def settled_share(self, a: str, b: str) -> tuple[int, float]:
         """The verdict on ``b`` against ``a`` that most draws give (1: ``b`` significantly better, 0: not) and the
@@ -305,15 +311,18 @@ class DecisionModel:
 
     def could_change(self, recommended: str) -> dict[str, float]:
         """Configuration key -> the share of draws whose verdict against ``recommended`` differs from the most
-        common one, for each configuration where that share exceeds ``1 - confidence``."""
-        out = {}
-        for key in self.keys:
-            if key == recommended:
-                continue
-            _, share = self.settled_share(recommended, key)
-            if share < self.confidence:
-                out[key] = 1.0 - share
-        return out
+        common one, for each configuration where that share exceeds ``1 - confidence``. Every other configuration
+        is compared with the recommended one at once, so in each draw the verdicts are Holm-corrected over them
+        (:func:`holm_better`): with 38 challengers, one that is better by chance in a draw is not called
+        significantly better, as the sweep's comparisons with its baseline are corrected."""
+        others = [k for k in self.keys if k != recommended]
+        if not others:
+            return {}
+        base = self.values(recommended)
+        p = np.stack([self._p_better((self.values(k) - base).T) for k in others])  # (challengers, draws)
+        better = holm_better(p, (1 - self.confidence) / 2).mean(axis=1)
+        share = np.maximum(better, 1 - better)
+        return {k: float(1 - s) for k, s in zip(others, share) if s < self.confidence}
 
     # -- judge what decides ----------------------------------------------------------------------------------------
     def decides(self, recommended: str, runner_up: str) -> Decides:
@@ -368,6 +377,18 @@ class DecisionModel:
             else:
                 lo = mid + 1
         return lo
+
+
+def holm_better(p: np.ndarray, alpha: float) -> np.ndarray:
+    """Holm's step-down procedure down each column of ``p`` (comparisons x draws of one-sided p-values): True where
+    the comparison is significant at family-wise level ``alpha`` in that draw."""
+    m = p.shape[0]
+    order = np.argsort(p, axis=0, kind="stable")
+    ranked = np.take_along_axis(p, order, axis=0)
+    passed = np.cumprod(ranked < alpha / (m - np.arange(m))[:, None], axis=0).astype(bool)  # stops at the first miss
+    out = np.zeros_like(passed)
+    np.put_along_axis(out, order, passed, axis=0)
+    return out
 
 
 @dataclass(frozen=True)

@@ -153,9 +153,10 @@ class SweepResult:
         sections are judged (marked ``~``): each unjudged hit is drawn relevant with its estimated probability
         (1,000 seeded draws; :func:`ragtune.judgments.decide.depth_rates`, or with :attr:`judged_sample` the
         estimate from the judged pool sample, :func:`ragtune.judgments.decide.sample_probability`: judged holes
-        certain, the pool's others by their question's and stratum's share of relevant draws), and the configuration is significantly
-        better than the recommended one (:meth:`recommended`; the bootstrap over questions) in more than 5% and
-        fewer than 95% of the draws (:class:`ragtune.judgments.decide.DecisionModel`). For a metric the model does
+        certain, the pool's others by the relevance model fitted on the judged draws), and the configuration is
+        significantly better than the recommended one (:meth:`recommended`; the bootstrap over questions,
+        Holm-corrected over every configuration compared with it) in more than 5% and fewer than 95% of the draws
+        (:meth:`ragtune.judgments.decide.DecisionModel.could_change`). For a metric the model does
         not cover (nDCG, MAP, R-precision): those whose rank could change, one ranked below another whose figure its
         upper bound passes, or above another whose upper bound passes its own (:meth:`upper_metric`). Empty when
         the metric has no bound or every hit was judged."""
