@@ -31,8 +31,17 @@ def test_install_next_to_a_users_numpy_and_fastapi(tmp_path):
     _run(py, "-m", "pip", "install", "-q", str(ROOT))
     versions = _run(py, "-c", "import numpy, fastapi; print(numpy.__version__, fastapi.__version__)").split()
     assert versions == [THEIRS["numpy"], THEIRS["fastapi"]], "installing ragtune replaced the user's packages"
-    # smoke: the core works on the bundled docs, and the server module imports against their FastAPI
+    # smoke: the core works against their numpy: BM25 (bm25s, scipy) on the bundled docs and golden set, dense
+    # retrieval (onnxruntime, tokenizers, the bundled model) on a small folder; the server module imports against
+    # their FastAPI. (The default hybrid eval of the docs folder is the same code, embedding 1,800 chunks afresh.)
     out = _run(py, "-m", "ragtune", "eval", "--corpus", str(ROOT / "docs"), "--golden", str(ROOT / "docs" / "golden.jsonl"),
-               "--json", cwd=tmp_path)
+               "--retriever", "bm25", "--json", cwd=tmp_path)
     assert '"recall@5"' in out
+    small = tmp_path / "small"
+    small.mkdir()
+    (small / "billing.md").write_text("# Billing\n\n## Refunds\n\nRefunds are paid within 14 days of a request.\n")
+    (small / "rivers.md").write_text("# Rivers\n\nThe Danube flows through ten countries into the Black Sea.\n")
+    hits = _run(py, "-m", "ragtune", "search", "--corpus", str(small), "--retriever", "dense", "how long do refunds take",
+                cwd=tmp_path)
+    assert hits.index("billing.md#refunds") < hits.index("rivers.md"), hits
     _run(py, "-c", "import ragtune, ragtune.serve.app; assert 'torch' not in __import__('sys').modules")
