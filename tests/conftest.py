@@ -24,9 +24,14 @@ def pytest_collection_modifyitems(config, items):
                                      len(LONGEST_FIRST)))
 
 
-LONGEST_FIRST = ("tests/test_packaging.py", "tests/test_docs.py", "tests/store/test_milvus_server.py",
-                 "tests/scale/test_ray_local.py", "tests/store/test_store_faults.py", "tests/test_tour_install.py")
-"""Files whose tests take longest (``make test`` prints the slowest 25), in the order to start them."""
+_DOCS = "tests/test_docs.py::test_documented_command_runs["
+LONGEST_FIRST = (
+    _DOCS + "README.md:",  # its first command waits for the docs folder's embeddings (tests/test_docs.py _warm) ...
+    "tests/store/test_milvus_server.py", "tests/store/test_store_faults.py", "tests/test_packaging.py",
+    "tests/scale/test_ray_local.py", "tests/test_tour_install.py",  # ... while the other worker runs these
+    _DOCS + "docs/cli/eval.md:", _DOCS + "docs/quickstart.md:", _DOCS + "docs/cli/chunk.md:", "tests/test_docs.py")
+"""Files (and documented pages) whose tests take longest (``make test`` prints the slowest 25), in the order to
+start them: a page whose commands embed the docs folder in a new chunking takes minutes on 2 cores."""
 
 
 @pytest.fixture
