@@ -297,14 +297,20 @@ class DecisionModel:
         out[ahead] = p[np.ravel(inverse)]
         return out
 
+    @property
+    def comparisons(self) -> int:
+        """How many configurations are compared with the recommended one: every other one."""
+        return max(1, len(self.keys) - 1)
+
     def _verdicts(self, diffs: np.ndarray) -> np.ndarray:
-        """Per draw, 1 where the percentile bootstrap interval of the mean difference lies above 0 (fewer than
-        ``(1 - confidence) / 2`` of the resampled means at or below 0), else 0: one comparison."""
-        return (self._p_better(diffs) < (1 - self.confidence) / 2).astype(int)
+        """Per draw, 1 where the mean difference is significantly above 0 among :attr:`comparisons`: fewer than
+        ``(1 - confidence) / 2 / comparisons`` of the resampled means at or below 0, Holm's first step (a draw in
+        which some configuration passes it is a draw in which the recommendation changes), else 0."""
+        return (self._p_better(diffs) < (1 - self.confidence) / 2 / self.comparisons).astype(int)
 
     def settled_share(self, a: str, b: str) -> tuple[int, float]:
         """The verdict on ``b`` against ``a`` that most draws give (1: ``b`` significantly better, 0: not) and the
-        share of draws giving it."""
+        share of draws giving it (:meth:`_verdicts`: at the level corrected for every comparison)."""
         verdicts = self._verdicts((self.values(b) - self.values(a)).T)
         better = float(np.mean(verdicts))
         return (1, better) if better > 0.5 else (0, 1.0 - better)
