@@ -158,29 +158,32 @@ class OnnxEmbedder:
                     self._tokenizer = tok
         return self._tokenizer
 
+    def _unpadded(self, attr: str, *, truncate: bool):
+        """The unpadded tokenizer kept in ``attr``, made once: truncated at ``max_tokens`` or not at all."""
+        tok = getattr(self, attr)
+        if tok is None:
+            with self._loading:
+                tok = getattr(self, attr)
+                if tok is None:
+                    tok = self._tokenizers()
+                    if truncate:
+                        tok.enable_truncation(max_length=self.max_tokens)
+                    else:
+                        tok.no_truncation()
+                    tok.no_padding()
+                    setattr(self, attr, tok)
+        return tok
+
     def input_keys(self, texts: Sequence[str]) -> list[str]:
         """Cache keys for passages: a hash of the token ids the model actually sees (after
         truncation), so two texts that differ only past ``max_tokens`` share one embedding."""
-        if self._keyer is None:
-            with self._loading:
-                if self._keyer is None:
-                    tok = self._tokenizers()
-                    tok.enable_truncation(max_length=self.max_tokens)
-                    tok.no_padding()
-                    self._keyer = tok
-        encs = self._keyer.encode_batch([self.passage_prefix + t for t in texts])
+        encs = self._unpadded("_keyer", truncate=True).encode_batch([self.passage_prefix + t for t in texts])
         return [hashlib.sha256(np.asarray(e.ids, dtype=np.int32).tobytes()).hexdigest() for e in encs]
 
     def count_tokens(self, texts: Sequence[str]) -> list[int]:
         """Tokens the model would read for each passage before truncation: prefix and special tokens included."""
-        if self._counter is None:
-            with self._loading:
-                if self._counter is None:
-                    tok = self._tokenizers()
-                    tok.no_truncation()
-                    tok.no_padding()
-                    self._counter = tok
-        return [len(e.ids) for e in self._counter.encode_batch([self.passage_prefix + t for t in texts])]
+        encs = self._unpadded("_counter", truncate=False).encode_batch([self.passage_prefix + t for t in texts])
+        return [len(e.ids) for e in encs]
 
     def warm_up(self) -> None:
         if self._session is not None:
