@@ -212,7 +212,8 @@ class SweepResult:
                 return (f"{head}; the unjudged hits cannot change the recommendation at {CONFIDENCE:.0%} confidence "
                         f"(each drawn relevant with {chance})")
             return (f"{head}; ~ marks the {len(moved)} configuration(s) that the unjudged hits, each drawn relevant "
-                    f"with {chance}, make significantly better than the recommended one in 5-95% of "
+                    f"with {chance}, make significantly better than the recommended one (Holm-corrected over the "
+                    f"{len(self.records) - 1} comparisons) in 5-95% of "
                     f"draws: the decision could change at {CONFIDENCE:.0%} confidence (`ragtune pool --order "
                     "decides` lists what to judge first)")
         if not moved:
