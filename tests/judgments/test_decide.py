@@ -298,3 +298,10 @@ def test_sweep_pool_sample_reads_the_judged_sample_and_refuses_a_missing_file(tm
     note = json.loads(capsys.readouterr().out)["judged_note"]  # nothing judged yet: the depth estimate stays
     assert "no draw of the pool sample is judged yet" in note and note == json.loads(
         (tmp_path / "b" / "results.json").read_text())["judged_note"]
+
+
+def test_a_printed_share_stays_on_its_side_of_the_confidence():
+    from ragtune.judgments.decide import _share
+
+    # 0.9495 printed as "95%" read as settled while the stop line below it said otherwise
+    assert [_share(x, 0.95) for x in (0.9495, 0.95, 0.94, 0.5)] == ["94.95%", "95%", "94%", "50%"]

@@ -414,6 +414,15 @@ class DecidingHole:
 _VERDICT = {1: "significantly better than", 0: "not significantly better than"}
 
 
+def _share(share: float, confidence: float) -> str:
+    """A percentage with the digits that keep it on its side of ``confidence`` (94.9%, never a rounded 95%)."""
+    for digits in range(4):
+        text = f"{share:.{digits}%}"
+        if (float(text[:-1]) / 100 >= confidence) == (share >= confidence):
+            return text
+    return f"{share:.4%}"
+
+
 @dataclass(frozen=True)
 class Decides:
     """Holes in the order that decides between the recommended configuration and the runner-up, and where to stop."""
@@ -443,7 +452,8 @@ class Decides:
 
     def __str__(self) -> str:
         head = (f"judge what decides: {self._name(self.runner_up)} (runner-up) against {self._name(self.recommended)} "
-                f"(recommended) on {self.metric}: {_VERDICT[self.verdict]} it in {self.share:.0%} of draws of the holes")
+                f"(recommended) on {self.metric}: {_VERDICT[self.verdict]} it in {_share(self.share, self.confidence)} of "
+                "draws of the holes")
         if self.settled:
             return head + f"\nthe decision is already settled at {self.confidence:.0%} confidence: nothing to judge"
         lines = [head]
