@@ -12,7 +12,9 @@ configuration (it enters each recall's denominator, whoever retrieved it). For c
 - the decision between them is *settled* when one verdict holds in at least ``confidence`` of the draws;
   otherwise it *could change* (the ``~`` mark of the sweep table). The ``~`` marks compare every configuration
   with the recommended one at once: in each draw their verdicts are Holm-corrected over the comparisons
-  (:func:`holm_better`), the correction the sweep's comparisons with its baseline use.
+  (:func:`holm_better`), the correction the sweep's comparisons with its baseline use. *Judge what decides*
+  tests its one pair at Holm's first step, the level divided by the number of comparisons: a draw in which any
+  configuration passes that step is a draw in which the recommendation changes.
 
 *Judge what decides* orders the holes by how much judging one could move the mean paired difference between the
 recommended configuration and the runner-up: :math:`p_h (1 - p_h) |\\Delta_h|`, where :math:`\\Delta_h` is the
