@@ -101,7 +101,7 @@ class OnnxEmbedder:
         self._counter = None  # neither: the length before truncation
         self._inputs: set[str] = set()
         self._key: str | None = None
-        self._loading = threading.RLock()
+        self._loading = threading.Lock()
 
     def __getstate__(self) -> dict:
         """Pickled cold (a lock and a loaded session do not travel): the copy loads the model on first use."""
@@ -112,7 +112,7 @@ class OnnxEmbedder:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self._loading = threading.RLock()
+        self._loading = threading.Lock()
 
     @classmethod
     def minilm(cls, **kwargs) -> "OnnxEmbedder":
@@ -147,16 +147,6 @@ class OnnxEmbedder:
         except ImportError:
             raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
         return Tokenizer.from_file(str(self.tokenizer_path))
-
-    def _load_tokenizer(self):
-        if self._tokenizer is None:
-            with self._loading:
-                if self._tokenizer is None:
-                    tok = self._tokenizers()
-                    tok.enable_truncation(max_length=self.max_tokens)
-                    tok.enable_padding()
-                    self._tokenizer = tok
-        return self._tokenizer
 
     def _unpadded(self, attr: str, *, truncate: bool):
         """The unpadded tokenizer kept in ``attr``, made once: truncated at ``max_tokens`` or not at all."""
@@ -197,7 +187,10 @@ class OnnxEmbedder:
                 raise MissingDependencyError(f"ONNX embeddings need onnxruntime and tokenizers: {_INSTALL}") from None
             session = cpu_session(ort, self.model_path, self.threads)
             self._inputs = {i.name for i in session.get_inputs()}
-            self._load_tokenizer()
+            tok = self._tokenizers()
+            tok.enable_truncation(max_length=self.max_tokens)
+            tok.enable_padding()
+            self._tokenizer = tok
             self._session = session  # last: a caller that sees the session finds everything else in place
 
     def _run(self, texts: Sequence[str]) -> np.ndarray:
